@@ -1,0 +1,1 @@
+"""L1: executors and stores (where pods run, where objects live)."""

@@ -1,0 +1,1 @@
+"""L4: the command-line interface, one module per verb."""

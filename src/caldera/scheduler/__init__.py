@@ -1,0 +1,1 @@
+"""L1: the scheduler: snapshot, session, statement, actions and plugins (Volcano's model)."""

@@ -1,0 +1,1 @@
+"""L1: scheduling actions, run in the configured order within a session."""

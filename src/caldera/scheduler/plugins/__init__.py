@@ -1,0 +1,1 @@
+"""L1: scheduler plugins, each implementing only the extension points it needs."""

@@ -1,0 +1,1 @@
+"""L0 utilities shared by every layer (the clock)."""
