@@ -1,0 +1,232 @@
+"""The controller's vocabulary: events, actions, requests and action targets, plus the pod handler.
+
+A `Request` is what one observed change asks of the controller; policy resolution
+(`policy.py`) turns it into an action and the state machine (`state.py`) executes it.
+`requests_for_pod_change` is Volcano's pod event handler as a pure function: for one
+pod change it names exactly the event Volcano's handler would emit
+(`volcano:pkg/controllers/job/job_controller_handler.go`, `controllers/cache/cache.go`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from caldera.core.objects import (
+    JOB_VERSION_KEY,
+    PG_UNKNOWN,
+    POD_FAILED,
+    POD_PENDING,
+    POD_RUNNING,
+    POD_SUCCEEDED,
+    Job,
+    Pod,
+)
+
+# ---------------------------------------------------------------- events
+
+ANY_EVENT = "*"
+POD_FAILED_EVENT = "PodFailed"
+POD_EVICTED_EVENT = "PodEvicted"
+POD_PENDING_EVENT = "PodPending"
+POD_RUNNING_EVENT = "PodRunning"
+JOB_UNKNOWN_EVENT = "Unknown"
+TASK_COMPLETED_EVENT = "TaskCompleted"
+TASK_FAILED_EVENT = "TaskFailed"
+JOB_UPDATED_EVENT = "JobUpdated"
+OUT_OF_SYNC_EVENT = "OutOfSync"
+COMMAND_ISSUED_EVENT = "CommandIssued"
+
+EVENTS = frozenset(
+    {
+        ANY_EVENT,
+        POD_FAILED_EVENT,
+        POD_EVICTED_EVENT,
+        POD_PENDING_EVENT,
+        POD_RUNNING_EVENT,
+        JOB_UNKNOWN_EVENT,
+        TASK_COMPLETED_EVENT,
+        TASK_FAILED_EVENT,
+        JOB_UPDATED_EVENT,
+        OUT_OF_SYNC_EVENT,
+        COMMAND_ISSUED_EVENT,
+    }
+)
+# Raised by the controller itself; never matched against user policies.
+INTERNAL_EVENTS = frozenset({OUT_OF_SYNC_EVENT, COMMAND_ISSUED_EVENT, POD_RUNNING_EVENT})
+# Events about one pod's phase: the only ones that cancel that pod's delayed actions.
+POD_EVENTS = frozenset({POD_PENDING_EVENT, POD_RUNNING_EVENT, POD_FAILED_EVENT, POD_EVICTED_EVENT})
+
+# ---------------------------------------------------------------- actions
+
+ABORT_JOB = "AbortJob"
+RESTART_JOB = "RestartJob"
+RESTART_TASK = "RestartTask"
+RESTART_POD = "RestartPod"
+RESTART_PARTITION = "RestartPartition"
+TERMINATE_JOB = "TerminateJob"
+COMPLETE_JOB = "CompleteJob"
+RESUME_JOB = "ResumeJob"
+SYNC_JOB = "SyncJob"
+
+ACTIONS = frozenset(
+    {
+        ABORT_JOB,
+        RESTART_JOB,
+        RESTART_TASK,
+        RESTART_POD,
+        RESTART_PARTITION,
+        TERMINATE_JOB,
+        COMPLETE_JOB,
+        RESUME_JOB,
+        SYNC_JOB,
+    }
+)
+# Reconciliation only: executing one cancels no delayed action.
+INTERNAL_ACTIONS = frozenset({SYNC_JOB})
+
+# ---------------------------------------------------------------- targets
+
+JOB_SCOPE = "job"
+TASK_SCOPE = "task"
+POD_SCOPE = "pod"
+PARTITION_SCOPE = "partition"
+
+_ACTION_SCOPE = {RESTART_TASK: TASK_SCOPE, RESTART_POD: POD_SCOPE, RESTART_PARTITION: PARTITION_SCOPE}
+
+
+def scope_of(action: str) -> str:
+    """What an action acts on; everything but the three targeted restarts acts on the whole job."""
+    return _ACTION_SCOPE.get(action, JOB_SCOPE)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an action acts on: `scope` says which of `task` and `pod` is meant.
+
+    Both names are kept whatever the scope, as Volcano's delayAction keeps them, so a
+    task-scoped timer still knows which pod's event raised it."""
+
+    scope: str = JOB_SCOPE
+    task: str = ""
+    pod: str = ""
+
+
+JOB_TARGET = Target()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One thing the controller was told: an event, or an explicit `action` (a user's command).
+
+    `job_version` is the job version the pod was created for (its annotation); None
+    for requests not about a pod, which are never considered stale."""
+
+    event: str
+    task: str = ""
+    pod: str = ""
+    exit_code: int | None = None
+    action: str = ""
+    job_version: int | None = None
+
+
+def target_for(action: str, req: Request) -> Target:
+    """The target of `action` run for `req` (Volcano's GetStateAction)."""
+    return Target(scope_of(action), req.task, req.pod)
+
+
+def command(action: str) -> Request:
+    """A user's explicit command (vcctl's Command CR): it bypasses policy resolution."""
+    return Request(event=COMMAND_ISSUED_EVENT, action=action)
+
+
+# ---------------------------------------------------------------- the pod handler
+
+
+def _job_version(pod: Pod) -> int | None:
+    raw = pod.metadata.annotations.get(JOB_VERSION_KEY)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def _task_completed(job: Job, task: str, pods: Sequence[Pod]) -> bool:
+    spec = job.spec.task(task)
+    if spec is None or spec.replicas <= 0:
+        return False
+    succeeded = sum(1 for p in pods if p.task == task and p.status.phase == POD_SUCCEEDED)
+    return succeeded >= spec.replicas
+
+
+def _task_failed(job: Job, task: str, pods: Sequence[Pod]) -> bool:
+    """Container restarts of the task's live pods reached the task's maxRetry.
+
+    -1 means unlimited; 0 is read as Volcano's default of 3, as its cache does for jobs
+    written before the field existed (0 would otherwise fail every task at once)."""
+    spec = job.spec.task(task)
+    if spec is None or spec.max_retry == -1:
+        return False
+    max_retry = spec.max_retry or 3
+    live = [p for p in pods if p.task == task and p.status.phase in (POD_RUNNING, POD_PENDING)]
+    return bool(live) and sum(p.status.restart_count for p in live) >= max_retry
+
+
+def requests_for_pod_change(
+    job: Job, pods: Sequence[Pod], old_phase: str | None, pod: Pod | None, deleted: bool
+) -> list[Request]:
+    """The request Volcano's handler raises for one change of `pod` (a list: empty when there is nothing).
+
+    `pods` are the job's pods; `pod` is the changed pod in its new state (it replaces
+    the entry of the same name in `pods`), `old_phase` its phase before (None: just
+    added). `deleted` is True only for a deletion the controller did not ask for.
+    One change raises one event, the first that applies of:
+      deleted → PodEvicted (OutOfSync if the pod had already finished);
+      → Failed → PodFailed with the pod's exit code;
+      → Succeeded → TaskCompleted once the task's succeeded pods ≥ its replicas;
+      Pending or Running with the task's container restarts ≥ its maxRetry → TaskFailed;
+      added or → Pending → PodPending;  → Running → PodRunning;
+      anything else → OutOfSync.
+    """
+    if pod is None:
+        return []
+    view = [p for p in pods if p.name != pod.name]
+    if not deleted:
+        view.append(pod)
+    phase = pod.status.phase
+    changed = old_phase != phase
+
+    event = OUT_OF_SYNC_EVENT
+    exit_code: int | None = None
+    if deleted:
+        # Losing a finished pod loses no work; only a live pod's deletion is an eviction.
+        event = OUT_OF_SYNC_EVENT if pod.finished else POD_EVICTED_EVENT
+    elif phase == POD_FAILED:
+        if changed:
+            event, exit_code = POD_FAILED_EVENT, pod.status.exit_code
+    elif phase == POD_SUCCEEDED:
+        if changed and _task_completed(job, pod.task, view):
+            event = TASK_COMPLETED_EVENT
+    elif phase in (POD_PENDING, POD_RUNNING):
+        if _task_failed(job, pod.task, view):
+            event = TASK_FAILED_EVENT
+        elif changed:
+            event = POD_PENDING_EVENT if phase == POD_PENDING else POD_RUNNING_EVENT
+    return [
+        Request(
+            event=event,
+            task=pod.task,
+            pod=pod.name,
+            exit_code=exit_code,
+            job_version=_job_version(pod),
+        )
+    ]
+
+
+def requests_for_podgroup_change(old_phase: str, new_phase: str) -> list[Request]:
+    """Volcano's PodGroup handler: a phase change re-syncs the job, and Unknown raises the Unknown event."""
+    if old_phase == new_phase:
+        return []
+    return [Request(event=JOB_UNKNOWN_EVENT if new_phase == PG_UNKNOWN else OUT_OF_SYNC_EVENT)]

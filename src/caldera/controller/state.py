@@ -1,0 +1,371 @@
+"""Volcano's job state machine as one transition table, and `execute`, which plans one step.
+
+`TRANSITIONS` maps (job phase, action class) to an `Edge`: the primitive to run
+(KillJob, KillTarget or SyncJob), whether retryCount goes up, and the next phase,
+given outright or by a check of the pod counts after the step. A phase without a
+row for the action takes its `*` row. The rows are `volcano:pkg/controllers/job/state/*.go`
+(reference §2.3) with the differences marked "caldera:" below.
+
+`execute` is pure: it returns a `Plan` (pods to delete, pods to create, the next
+JobStatus) and the caller carries it out. Invariants: only SyncJob creates pods, and
+only once the PodGroup has been admitted (phase neither absent nor Pending); a pod
+already being deleted is never deleted again; the version goes up on every
+whole-job kill, so events of the pods it killed can no longer trigger policies.
+
+maxRetry counts retries, not runs (DESIGN.md): with maxRetry 3 a job is restarted
+three times and the failure that would need a fourth restart makes it Failed. Volcano
+fails on `retryCount ≥ maxRetry` after incrementing, which allows only maxRetry−1
+restarts; caldera fails on `retryCount > maxRetry`, so a job that failed for good
+shows retryCount = maxRetry + 1 (the refused restart). Volcano keeps Succeeded and
+Failed pods on the kill that leads to Failed, for inspection; caldera does the same,
+which with its count is the kill made at retryCount ≥ maxRetry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from caldera.controller.events import (
+    ABORT_JOB,
+    COMPLETE_JOB,
+    PARTITION_SCOPE,
+    POD_SCOPE,
+    RESTART_JOB,
+    RESTART_PARTITION,
+    RESTART_POD,
+    RESTART_TASK,
+    RESUME_JOB,
+    SYNC_JOB,
+    TASK_SCOPE,
+    TERMINATE_JOB,
+    Target,
+)
+from caldera.controller.pods import pod_name
+from caldera.controller.status import PodCounts, build_status, job_status_counts
+from caldera.core.objects import (
+    ABORTED,
+    ABORTING,
+    COMPLETED,
+    COMPLETING,
+    FAILED,
+    FINISHED_JOB_PHASES,
+    JOB_PHASES,
+    PENDING,
+    PG_PENDING,
+    POD_RUNNING,
+    POD_SUCCEEDED,
+    RESTARTING,
+    RUNNING,
+    TERMINATED,
+    TERMINATING,
+    Job,
+    JobSpec,
+    JobStatus,
+    Pod,
+)
+
+# ---------------------------------------------------------------- the table
+
+KILL_JOB = "KillJob"  # delete the job's pods (all, or all but finished ones), bump the version
+KILL_TARGET = "KillTarget"  # delete the pods of one task or one pod
+SYNC = "SyncJob"  # create missing pods, delete surplus ones
+
+# Action classes: the columns of the table. Restarting a task, a pod or a partition is one class.
+RESTART_TARGET = "Restart{Task,Pod,Partition}"
+ANY_ACTION = "*"
+_CLASS = {
+    RESTART_JOB: RESTART_JOB,
+    RESTART_TASK: RESTART_TARGET,
+    RESTART_POD: RESTART_TARGET,
+    RESTART_PARTITION: RESTART_TARGET,
+    ABORT_JOB: ABORT_JOB,
+    COMPLETE_JOB: COMPLETE_JOB,
+    TERMINATE_JOB: TERMINATE_JOB,
+    RESUME_JOB: RESUME_JOB,
+    SYNC_JOB: SYNC_JOB,
+}
+
+
+def action_class(action: str) -> str:
+    return _CLASS.get(action, ANY_ACTION)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A phase a check moved to, with why."""
+
+    phase: str
+    reason: str
+    message: str
+
+
+# (spec, counts after the step, retryCount after the step) → next phase, or None to stay.
+Check = Callable[[JobSpec, PodCounts, int], Step | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    do: str  # KILL_JOB, KILL_TARGET or SYNC
+    retain_finished: bool = False  # KILL_JOB keeps Succeeded and Failed pods (Volcano's PodRetainPhaseSoft)
+    retry: bool = False  # retryCount += 1
+    to: str | None = None  # the next phase, unconditionally
+    check: Check | None = None  # else the next phase from the counts
+    sync_if_idle: bool = False  # KILL_JOB with no live pod left is a SyncJob instead
+
+
+def _pending_check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
+    started = c.running + c.succeeded + c.failed
+    if spec.min_available <= started:
+        return Step(RUNNING, "MinAvailable", f"{started} pods started, minAvailable {spec.min_available}")
+    return None
+
+
+def _running_check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
+    replicas = spec.total_replicas
+    if replicas == 0:
+        return None  # scaled to zero: keep the phase
+    min_success = spec.min_success
+    if min_success is not None and c.succeeded >= min_success:
+        return Step(COMPLETED, "MinSuccess", f"{c.succeeded} pods succeeded, minSuccess {min_success}")
+    if c.succeeded + c.failed == replicas:
+        # (a) When the job's gang covers every task's minimum, each task must reach its own.
+        # A task without minAvailable counts with all its replicas, as Volcano's webhook defaults it.
+        if spec.min_available >= sum(t.min_members for t in spec.tasks):
+            for t in spec.tasks:
+                done = c.succeeded_by_task.get(t.name)
+                if done is not None and done < t.min_members:
+                    return Step(
+                        FAILED, "TaskMinAvailable", f"task {t.name}: {done} succeeded, minAvailable {t.min_members}"
+                    )
+        # (b), (c), (d)
+        if min_success is not None and c.succeeded < min_success:
+            return Step(FAILED, "MinSuccess", f"all pods finished, {c.succeeded} succeeded, minSuccess {min_success}")
+        if c.succeeded >= spec.min_available:
+            return Step(COMPLETED, "Finished", f"all pods finished, {c.succeeded} succeeded")
+        return Step(
+            FAILED, "Finished", f"all pods finished, {c.succeeded} succeeded, minAvailable {spec.min_available}"
+        )
+    if c.pending > replicas - spec.min_available:
+        return Step(PENDING, "GangBroken", f"{c.pending} pods pending, gang needs {spec.min_available} of {replicas}")
+    return None
+
+
+def _restarting_check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
+    if retry > spec.max_retry:  # caldera: `>` where Volcano has `≥` (see the module docstring)
+        return Step(FAILED, "MaxRetry", f"restart {retry} refused, maxRetry {spec.max_retry}")
+    if spec.total_replicas - c.terminating >= spec.min_available:
+        return Step(PENDING, "Restarted", f"restart {retry} of {spec.max_retry}")
+    return None
+
+
+def _when_idle(phase: str) -> Check:
+    def check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
+        if c.terminating == c.pending == c.running == 0:
+            return Step(phase, "PodsGone", "no pod left running or being deleted")
+        return None
+
+    return check
+
+
+TRANSITIONS: dict[tuple[str, str], Edge] = {
+    # ---- Pending: the gang is not up yet.
+    # A whole-job restart: every pod goes, the job waits for its pods to be gone.
+    (PENDING, RESTART_JOB): Edge(KILL_JOB, retry=True, to=RESTARTING),
+    # A targeted restart costs a retry as a whole-job one does.
+    (PENDING, RESTART_TARGET): Edge(KILL_TARGET, retry=True, to=RESTARTING),
+    # Abort, complete and terminate keep finished pods (their logs) and drain the rest.
+    (PENDING, ABORT_JOB): Edge(KILL_JOB, retain_finished=True, to=ABORTING),
+    (PENDING, COMPLETE_JOB): Edge(KILL_JOB, retain_finished=True, to=COMPLETING),
+    (PENDING, TERMINATE_JOB): Edge(KILL_JOB, retain_finished=True, to=TERMINATING),
+    # Sync (and ResumeJob, meaningless here): create pods; Running once minAvailable pods started.
+    (PENDING, ANY_ACTION): Edge(SYNC, check=_pending_check),
+    # ---- Running: the same kills as Pending.
+    (RUNNING, RESTART_JOB): Edge(KILL_JOB, retry=True, to=RESTARTING),
+    (RUNNING, RESTART_TARGET): Edge(KILL_TARGET, retry=True, to=RESTARTING),
+    (RUNNING, ABORT_JOB): Edge(KILL_JOB, retain_finished=True, to=ABORTING),
+    (RUNNING, COMPLETE_JOB): Edge(KILL_JOB, retain_finished=True, to=COMPLETING),
+    (RUNNING, TERMINATE_JOB): Edge(KILL_JOB, retain_finished=True, to=TERMINATING),
+    # Sync: minSuccess, then the all-finished rules (a)–(d), then back to Pending if the gang broke.
+    (RUNNING, ANY_ACTION): Edge(SYNC, check=_running_check),
+    # ---- Restarting: waiting for the killed pods to go; every action ends in the same check.
+    (RESTARTING, SYNC_JOB): Edge(SYNC, check=_restarting_check),
+    (RESTARTING, RESTART_TARGET): Edge(KILL_TARGET, check=_restarting_check),
+    # Any other action kills the whole job again; once no live pod is left that is a sync instead,
+    # so a late duplicate RestartJob cannot delete the freshly re-created PodGroup (Volcano #6037).
+    (RESTARTING, ANY_ACTION): Edge(KILL_JOB, check=_restarting_check, sync_if_idle=True),
+    # ---- Aborting: draining; a resume restarts instead, as a retry.
+    (ABORTING, RESUME_JOB): Edge(KILL_JOB, retain_finished=True, retry=True, to=RESTARTING),
+    (ABORTING, ANY_ACTION): Edge(KILL_JOB, retain_finished=True, check=_when_idle(ABORTED)),
+    # ---- Aborted: nothing runs until resumed.
+    (ABORTED, RESUME_JOB): Edge(KILL_JOB, retain_finished=True, retry=True, to=RESTARTING),
+    (ABORTED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
+    # ---- Completing and Terminating: draining towards their final phase, whatever is asked.
+    (COMPLETING, ANY_ACTION): Edge(KILL_JOB, retain_finished=True, check=_when_idle(COMPLETED)),
+    (TERMINATING, ANY_ACTION): Edge(KILL_JOB, retain_finished=True, check=_when_idle(TERMINATED)),
+    # ---- Completed, Terminated, Failed: final; any action only makes sure nothing runs.
+    (COMPLETED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
+    (TERMINATED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
+    (FAILED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
+}
+
+
+def edge_for(phase: str, action: str) -> Edge:
+    """The row for `action` in `phase`; an unknown or empty phase is Pending, as in Volcano's state factory."""
+    if phase not in JOB_PHASES:
+        phase = PENDING
+    return TRANSITIONS.get((phase, action_class(action))) or TRANSITIONS[(phase, ANY_ACTION)]
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One step of the state machine, for the caller to carry out in this order:
+
+    set `status` on the job; delete the pods named in `kill`; delete the PodGroup if
+    `delete_podgroup`; create (or update) it if `sync_podgroup`; render and create
+    the pods in `create` with `make_pod` (which reads the new status's version)."""
+
+    status: JobStatus
+    previous_phase: str
+    counts: PodCounts
+    kill: tuple[str, ...] = ()
+    create: tuple[tuple[str, int], ...] = ()  # (task, index)
+    delete_podgroup: bool = False  # a whole-job kill releases the gang: a restart is admitted afresh
+    sync_podgroup: bool = False  # SyncJob (re)creates the job's PodGroup
+
+    @property
+    def phase(self) -> str:
+        return self.status.phase
+
+    @property
+    def reason(self) -> str:
+        return self.status.reason
+
+    @property
+    def message(self) -> str:
+        return self.status.message
+
+    @property
+    def retry_count(self) -> int:
+        return self.status.retry_count
+
+    @property
+    def version(self) -> int:
+        return self.status.version
+
+    @property
+    def phase_changed(self) -> bool:
+        return self.status.phase != self.previous_phase
+
+    @property
+    def finished(self) -> bool:
+        """The job reached Completed, Terminated or Failed: nothing will run again."""
+        return self.status.phase in FINISHED_JOB_PHASES
+
+
+def _live(pods: Sequence[Pod]) -> list[Pod]:
+    return [p for p in pods if p.deletion_timestamp is None]
+
+
+def _kill_job(pods: Sequence[Pod], keep_finished: bool) -> tuple[str, ...]:
+    return tuple(p.name for p in _live(pods) if not (keep_finished and p.finished))
+
+
+def _kill_target(pods: Sequence[Pod], target: Target) -> tuple[str, ...]:
+    if target.scope == TASK_SCOPE:
+        return tuple(p.name for p in _live(pods) if p.task == target.task)
+    if target.scope == POD_SCOPE:
+        return tuple(p.name for p in _live(pods) if p.name == target.pod and (not target.task or p.task == target.task))
+    return ()
+
+
+def _ready(job: Job, pods: Sequence[Pod], task: str) -> bool:
+    """A dependency is ready when its task has minAvailable pods Running or Succeeded."""
+    spec = job.spec.task(task)
+    if spec is None:
+        return True  # validation rejects unknown names; a stale one must not block forever
+    up = sum(1 for p in _live(pods) if p.task == task and p.status.phase in (POD_RUNNING, POD_SUCCEEDED))
+    return up >= spec.min_members
+
+
+def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """SyncJob on an admitted job: create each missing pod, delete live pods beyond the replicas.
+
+    A pod counts as present while it exists at all (finished or being deleted): its
+    name is taken until it is gone. Pods of a task with dependsOn are created only
+    once every task it depends on is ready."""
+    present = {p.name for p in pods}
+    kill: list[str] = []
+    create: list[tuple[str, int]] = []
+    for task in job.spec.tasks:
+        kill.extend(p.name for p in _live(pods) if p.task == task.name and p.index >= task.replicas)
+        if not all(_ready(job, pods, dep) for dep in task.depends_on):
+            continue
+        create.extend((task.name, i) for i in range(task.replicas) if pod_name(job.name, task.name, i) not in present)
+    return tuple(kill), tuple(create)
+
+
+def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, *, now: float, podgroup_phase: str) -> Plan:
+    """Plan `action` on `job` (targeted at `target`) given its `pods` and its PodGroup's phase ("" if none)."""
+    old = job.status
+    phase = old.phase if old.phase in JOB_PHASES else PENDING
+    edge = edge_for(phase, action)
+    retry = old.retry_count + (1 if edge.retry else 0)
+    do = edge.do
+    if do == KILL_JOB and edge.sync_if_idle and not _live(pods):
+        do = SYNC
+    if do == KILL_TARGET and target.scope == PARTITION_SCOPE:
+        # caldera models no partition policy, so a partition is empty: Volcano then changes nothing.
+        counts = job_status_counts(pods)
+        status = build_status(job, counts, phase=phase, now=now, retry_count=old.retry_count, version=old.version)
+        return Plan(status=status, previous_phase=old.phase, counts=counts)
+
+    kill: tuple[str, ...] = ()
+    create: tuple[tuple[str, int], ...] = ()
+    whole_job_kill = do == KILL_JOB
+    if do == KILL_JOB:
+        # Once the job's next restart would be refused, keep finished pods for inspection whatever the row says.
+        kill = _kill_job(pods, keep_finished=edge.retain_finished or old.retry_count >= job.spec.max_retry)
+    elif do == KILL_TARGET:
+        kill = _kill_target(pods, target)
+    elif podgroup_phase not in ("", PG_PENDING):
+        kill, create = _sync(job, pods)
+    counts = job_status_counts(pods, kill, create)
+
+    step: Step | None = None
+    if edge.to is not None:
+        step = Step(edge.to, action, f"{action} in {phase}")
+    elif edge.check is not None:
+        step = edge.check(job.spec, counts, retry)
+    next_phase = step.phase if step is not None else phase
+
+    if do == SYNC and next_phase in FINISHED_JOB_PHASES:
+        # caldera: a sync that finishes the job drains it in the same step (Volcano does it on the next
+        # event, as a KillJob of the finished state): no pod is created, whatever still runs is killed.
+        create = ()
+        kill = tuple(dict.fromkeys([*kill, *_kill_job(pods, keep_finished=True)]))
+        counts = job_status_counts(pods, kill)
+        whole_job_kill = True
+
+    status = build_status(
+        job,
+        counts,
+        phase=next_phase,
+        now=now,
+        retry_count=retry,
+        version=old.version + (1 if whole_job_kill else 0),
+        reason=step.reason if step is not None else "",
+        message=step.message if step is not None else "",
+    )
+    return Plan(
+        status=status,
+        previous_phase=old.phase,
+        counts=counts,
+        kill=kill,
+        create=create,
+        delete_podgroup=whole_job_kill,
+        sync_podgroup=do == SYNC and not whole_job_kill,
+    )

@@ -1,0 +1,56 @@
+"""enqueue: admit Pending podgroups (→ Inqueue) while their queue and the cluster can hold them.
+
+Queues are visited in order and jobs within a queue in job order; a job is
+admitted when the `job_enqueueable` vote allows it. Beyond Volcano: a job none
+of whose pods could fit any node even when empty is not admitted (and says so),
+and an Inqueue job that has not started within `inqueue-timeout` seconds goes
+back to Pending, releasing the share it was holding for others.
+"""
+
+from __future__ import annotations
+
+from caldera.core import objects as o
+from caldera.scheduler.framework import JOB_ENQUEUEABLE, JOB_ENQUEUED
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import READY, JobInfo
+
+
+def enqueue(ssn: Session) -> None:
+    state = ssn.state
+    timeout = ssn.config.action_arg("enqueue", "inqueue-timeout", 0.0)
+    if timeout > 0:
+        _release_stale(ssn, timeout)
+    pending = [j for j in state.jobs.values() if j.pg_phase == o.PG_PENDING and j.failed_at != state.version]
+    for job in sorted(pending, key=lambda j: (ssn.queue_key(state.queue(j.queue)), ssn.job_key(j))):
+        never = _never_fits(ssn, job)
+        if never:
+            ssn.not_enqueued[job.key] = never
+            job.failed_at = state.version
+            continue
+        if ssn.call(JOB_ENQUEUEABLE, job):
+            ssn.call(JOB_ENQUEUED, job)
+            ssn.set_phase(job, o.PG_INQUEUE)
+        else:
+            job.failed_at = state.version
+            ssn.not_enqueued[job.key] = f"queue {job.queue} cannot admit the job now (its share or the cluster is full)"
+
+
+def _never_fits(ssn: Session, job: JobInfo) -> str:
+    """Why a pod of `job` could not fit any node even if the cluster were empty ('' if it could)."""
+    state = ssn.state
+    if not state.node_names:
+        return "the cluster has no nodes"
+    for task in job.tasks.values():
+        if task.unknown_resource:
+            return f"no node has {task.unknown_resource}"
+        rows = state.alloc[:, state.schedulable]
+        if rows.shape[1] and not bool(((rows >= task.req[:, None]).all(axis=0)).any()):
+            return f"pod {task.name} asks for more than any node has"
+    return ""
+
+
+def _release_stale(ssn: Session, timeout: float) -> None:
+    for job in list(ssn.state.jobs.values()):
+        since = job.inqueue_since
+        if job.pg_phase == o.PG_INQUEUE and since is not None and ssn.now - since >= timeout and not job.count(READY):
+            ssn.set_phase(job, o.PG_PENDING)

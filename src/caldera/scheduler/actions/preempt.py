@@ -1,0 +1,67 @@
+"""preempt: within a queue, a starving job takes room from lower-priority jobs.
+
+For each starving job (in job order), each of its waiting tasks is placed on
+idle or releasing resources if possible, otherwise on the node where the
+cheapest set of victims (see `victims.py`) makes room; victims are evicted and
+the task pipelined onto the node. The statement is committed only if the job
+then has its whole gang placed or pipelined; otherwise nothing is evicted.
+"""
+
+from __future__ import annotations
+
+from caldera.scheduler.actions.allocate import ACTIVE
+from caldera.scheduler.framework import JOB_PIPELINED, JOB_STARVING, JOB_VALID, PREEMPTABLE, Point
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import ALLOCATED, JobInfo, TaskInfo, TaskStatus
+from caldera.scheduler.statement import Statement
+from caldera.scheduler.victims import plan_eviction
+
+
+def preempt(ssn: Session) -> None:
+    state = ssn.state
+    for qname in sorted({j.queue for j in state.jobs.values()}, key=lambda q: ssn.queue_key(state.queue(q))):
+        for job in starving_jobs(ssn, qname):
+            pool = [t for j in state.jobs.values() if j.queue == qname and j is not job for t in j.tasks.values()]
+            evict_for(ssn, job, pool, PREEMPTABLE, "Preempt")
+
+
+def starving_jobs(ssn: Session, queue: str) -> list[JobInfo]:
+    state = ssn.state
+    jobs = [
+        j
+        for j in state.jobs.values()
+        if j.queue == queue
+        and j.pg_phase in ACTIVE
+        and j.preempt_failed_at != state.version
+        and any(t.status is TaskStatus.PENDING and not t.best_effort for t in j.tasks.values())
+        and ssn.call(JOB_VALID, j)
+        and ssn.call(JOB_STARVING, j)
+    ]
+    return sorted(jobs, key=ssn.job_key)
+
+
+def evict_for(ssn: Session, job: JobInfo, pool: list[TaskInfo], point: Point[list[TaskInfo]], reason: str) -> bool:
+    """Try to make room for `job`'s waiting tasks by evicting from `pool`; commit only if its gang fits."""
+    stmt = Statement(ssn)
+    for task in ssn.ordered_tasks([t for t in job.tasks.values() if t.status is TaskStatus.PENDING]):
+        if task.best_effort:
+            continue
+        node = ssn.best_node(task, ssn.feasible(task, ssn.free(True)))
+        if node >= 0:
+            stmt.pipeline(task, node)
+            continue
+        candidates = [t for t in pool if t.status in ALLOCATED]
+        victims = ssn.call(point, task, candidates)
+        plan = plan_eviction(ssn, task, victims) if victims else None
+        if plan is None:
+            break
+        for v in plan.victims:
+            stmt.evict(v, reason, f"{reason.lower()}ed by {job.namespace}/{job.name}")
+        stmt.pipeline(task, plan.node)
+    ssn.touched.add(job.key)
+    if any(op.kind == "evict" for op in stmt.ops) and ssn.call(JOB_PIPELINED, job):
+        stmt.commit()
+        return True
+    stmt.discard()
+    job.preempt_failed_at = ssn.state.version
+    return False

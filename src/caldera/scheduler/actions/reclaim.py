@@ -1,0 +1,32 @@
+"""reclaim: a queue below its deserved share takes back resources from queues above theirs.
+
+Only pods of other queues marked `reclaimable` are candidates, and the
+`reclaimable` vote of the queue plugins keeps each victim queue at or above its
+own deserved share; victims are chosen gang-aware as in preempt.
+"""
+
+from __future__ import annotations
+
+from caldera.scheduler.actions.preempt import evict_for, starving_jobs
+from caldera.scheduler.framework import OVERUSED, PREEMPTIVE, RECLAIMABLE
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import TaskStatus
+
+
+def reclaim(ssn: Session) -> None:
+    state = ssn.state
+    for qname in sorted({j.queue for j in state.jobs.values()}, key=lambda q: ssn.queue_key(state.queue(q))):
+        queue = state.queue(qname)
+        if ssn.call(OVERUSED, queue):
+            continue
+        for job in starving_jobs(ssn, qname):
+            first = next((t for t in job.tasks.values() if t.status is TaskStatus.PENDING), None)
+            if first is None or not ssn.call(PREEMPTIVE, queue, first):
+                continue
+            pool = [
+                t
+                for j in state.jobs.values()
+                if j.queue != qname and state.queue(j.queue).reclaimable
+                for t in j.tasks.values()
+            ]
+            evict_for(ssn, job, pool, RECLAIMABLE, "Reclaim")

@@ -1,0 +1,57 @@
+"""capacity: queues with explicit `deserved` shares (Volcano's capacity plugin).
+
+A queue may use idle resources up to its capability; what it holds above its
+`deserved` (default: its guarantee) can be reclaimed by queues below theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from caldera.core import objects as o
+from caldera.scheduler.framework import PERMIT, REJECT, Plugin
+from caldera.scheduler.plugins.proportion import fits, real_capability, reclaim_victims
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo
+
+
+class Capacity(Plugin):
+    name = "capacity"
+
+    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
+        super().__init__(ssn, args)
+        self.capability = {q.name: real_capability(ssn, q) for q in ssn.state.queues.values()}
+        self.deserved = {
+            q.name: np.minimum(q.deserved_spec if q.has_deserved else q.guarantee, self.capability[q.name])
+            for q in ssn.state.queues.values()
+        }
+
+    def share(self, queue: QueueInfo) -> float:
+        d = self.deserved.get(queue.name)
+        if d is None or not d.any():
+            return float(queue.allocated.any())
+        ratio = np.divide(queue.allocated, d, out=np.zeros_like(d), where=d > 0)
+        return float(ratio.max())
+
+    def queue_order(self, queue: QueueInfo) -> tuple[object, ...]:
+        return (-queue.priority, self.share(queue))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if queue.state != o.QUEUE_OPEN and not task.job.allocated.any():
+            return False
+        return fits(queue.allocated + task.req, self.capability[queue.name], task.req)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return fits(queue.allocated + task.req, self.deserved[queue.name], task.req)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return reclaim_victims(self.ssn, self.deserved, candidates)
+
+    def job_enqueueable(self, job: JobInfo) -> int:
+        queue = self.ssn.state.queues.get(job.queue)
+        if queue is None or queue.state != o.QUEUE_OPEN:
+            return REJECT
+        need = job.min_resources + queue.allocated + queue.inqueue
+        return PERMIT if fits(need, self.capability[queue.name], job.min_resources) else REJECT

@@ -1,0 +1,65 @@
+"""drf: order jobs by dominant resource share, lowest first; evict only towards a fairer split.
+
+A job's share is max over resources of allocated / cluster total. Shares are
+kept per job and updated by the statement's allocate and deallocate events, so
+a discarded statement leaves them as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from caldera.scheduler.framework import Plugin
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import JobInfo, TaskInfo, Vector
+
+_EPS = 1e-6
+
+
+class DRF(Plugin):
+    name = "drf"
+
+    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
+        super().__init__(ssn, args)
+        total = ssn.state.total.copy()
+        total[ssn.state.dim["pods"]] = 0.0  # pod slots are not a resource anyone competes for
+        self._inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        self.shares: dict[str, float] = {}
+
+    def share_of(self, allocated: Vector) -> float:
+        return float((allocated * self._inv).max()) if allocated.size else 0.0
+
+    def share(self, job: JobInfo) -> float:
+        s = self.shares.get(job.key)
+        if s is None:
+            s = self.shares[job.key] = self.share_of(job.allocated)
+        return s
+
+    def job_order(self, job: JobInfo) -> tuple[object, ...]:
+        return (self.share(job),)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.shares[task.job.key] = self.share_of(task.job.allocated)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.shares[task.job.key] = self.share_of(task.job.allocated)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        mine = self.share_of(preemptor.job.allocated + preemptor.req)
+        removed: dict[str, Vector] = {}
+        victims = []
+        for c in candidates:
+            if c.job is preemptor.job:
+                victims.append(c)
+                continue
+            left = c.job.allocated - removed.get(c.job.key, 0.0) - c.req
+            theirs = self.share_of(left)
+            if mine < theirs or abs(mine - theirs) <= _EPS:
+                victims.append(c)
+                removed[c.job.key] = removed.get(c.job.key, 0.0) + c.req
+        return victims
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.preemptable(reclaimer, candidates)

@@ -1,0 +1,57 @@
+"""predicates: nodeSelector, required node affinity, and taints against tolerations.
+
+Resource fit and the pod-count limit are checked by the session for every
+action (a node is never overcommitted, whatever the configuration); this plugin
+adds the label and taint filters. Its masks depend only on the pod spec and the
+nodes' labels and taints, so the session caches them until a node changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from caldera.core import objects as o
+from caldera.scheduler.framework import Plugin, Rejection
+from caldera.scheduler.state import TaskInfo
+
+SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+
+
+class Predicates(Plugin):
+    name = "predicates"
+
+    def predicate(self, task: TaskInfo) -> list[Rejection]:
+        state, spec = self.ssn.state, task.spec
+        out: list[Rejection] = []
+        if spec.node_selector or spec.node_affinity:
+            ok = np.fromiter((_matches(spec, labels) for labels in state.node_labels), bool, len(state.node_labels))
+            out.append(Rejection(ok, SELECTOR))
+        tainted = [i for i, taints in enumerate(state.node_taints) if taints]
+        if tainted:
+            by_reason: dict[str, list[int]] = {}
+            for i in tainted:
+                bad = _untolerated(state.node_taints[i], spec.tolerations)
+                if bad is not None:
+                    reason = f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}"
+                    by_reason.setdefault(reason, []).append(i)
+            for reason, rows in by_reason.items():
+                ok = np.ones(len(state.node_names), dtype=bool)
+                ok[rows] = False
+                out.append(Rejection(ok, reason))
+        return out
+
+
+def _matches(spec: o.PodSpec, labels: dict[str, str] | object) -> bool:
+    assert isinstance(labels, dict)
+    if any(labels.get(k) != v for k, v in spec.node_selector.items()):
+        return False
+    return not spec.node_affinity or any(term.matches(labels) for term in spec.node_affinity)
+
+
+def _untolerated(taints: tuple[o.Taint, ...], tolerations: tuple[o.Toleration, ...]) -> o.Taint | None:
+    for taint in taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None

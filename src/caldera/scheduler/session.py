@@ -1,0 +1,244 @@
+"""A session: one scheduling cycle's plugins, dispatcher and results over the cluster state.
+
+`Session.call(point, ...)` is the only way actions consult plugins. Node
+filtering is vectorised: predicate plugins return masks over all nodes (cached
+per pod-spec signature until node labels or taints change), resource fit is a
+comparison per requested resource, and scoring sums the plugins' score vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from caldera.core import objects as o
+from caldera.scheduler.config import SchedulerConfig
+from caldera.scheduler.framework import (
+    JOB_ORDER,
+    JOB_READY,
+    NODE_ORDER,
+    ON_SESSION_CLOSE,
+    POINTS,
+    PREDICATE,
+    QUEUE_ORDER,
+    TASK_ORDER,
+    BoolMask,
+    Plugin,
+    Point,
+    Rejection,
+    Tiers,
+)
+from caldera.scheduler.state import FINISHED, READY, ClusterState, JobInfo, QueueInfo, TaskInfo, TaskStatus, Vector
+from caldera.scheduler.statement import Bind, Evict, Statement
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupUpdate:
+    key: str  # namespace/name of the podgroup
+    job: str
+    phase: str
+    conditions: tuple[o.PodGroupCondition, ...]
+
+
+@dataclass(slots=True)
+class CycleResult:
+    """What one cycle decided: the only output of the scheduler."""
+
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    nominations: list[Bind] = field(default_factory=list)
+    podgroups: list[PodGroupUpdate] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.binds or self.evictions or self.podgroups)
+
+
+class Session:
+    def __init__(
+        self,
+        state: ClusterState,
+        config: SchedulerConfig,
+        now: float,
+        registry: Mapping[str, type[Plugin]],
+    ) -> None:
+        self.state = state
+        self.config = config
+        self.now = now
+        self.result = CycleResult()
+        self.unschedulable: dict[str, str] = {}  # job key → why it could not be placed this cycle
+        self.not_enqueued: dict[str, str] = {}  # job key → why enqueue did not admit it
+        self._opened: dict[str, str] = {}  # podgroup phase at session open, for jobs whose phase changed
+        self.held: list[Statement] = []  # allocations kept until the session ends (pipelined or reserved jobs)
+        self.touched: set[str] = set()
+        self._hooks: dict[str, Tiers] = {p.name: [] for p in POINTS}
+        self.plugins: dict[str, Plugin] = {}
+        for tier in config.tiers:
+            level: dict[str, list[Any]] = {p.name: [] for p in POINTS}
+            for option in tier:
+                plugin = registry[option.name](self, option.arguments)
+                self.plugins[option.name] = plugin
+                for point in plugin.implements():
+                    if option.enabled(point.flag):
+                        level[point.name].append(getattr(plugin, point.name))
+            for name, hooks in level.items():
+                self._hooks[name].append(hooks)
+
+    def call(self, point: Point[R], *args: object) -> R:
+        return point.reduce(self._hooks[point.name], args)
+
+    def set_phase(self, job: JobInfo, phase: str) -> None:
+        """Change a podgroup's phase now (later decisions in this cycle see it); reported on close."""
+        self._opened.setdefault(job.key, job.pg_phase)
+        self.state.set_pg_phase(job, phase, self.now)
+        self.touched.add(job.key)
+
+    # ------------------------------------------------------------ ordering
+
+    def job_key(self, job: JobInfo) -> tuple[object, ...]:
+        return (*self.call(JOB_ORDER, job), job.creation, job.key)
+
+    def queue_key(self, queue: QueueInfo) -> tuple[object, ...]:
+        return (*self.call(QUEUE_ORDER, queue), queue.name)
+
+    def task_key(self, task: TaskInfo) -> tuple[object, ...]:
+        return (*self.call(TASK_ORDER, task), task.index, task.creation, task.key)
+
+    def ordered_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=self.task_key)
+
+    # ------------------------------------------------------------ placement
+
+    def static_rejections(self, task: TaskInfo) -> list[Rejection]:
+        """Predicate rejections for `task` (depend only on its pod spec and the nodes' labels and taints)."""
+        sig = _signature(task)
+        cache = self.state.predicate_cache
+        if cache.get("__version__") != self.state.node_version:
+            cache.clear()
+            cache["__version__"] = self.state.node_version
+        found = cache.get(sig)
+        if found is None:
+            found = cache[sig] = self.call(PREDICATE, task)
+        return cast(list[Rejection], found)
+
+    def free(self, future: bool) -> Vector:
+        """Idle resources per node; with `future`, counting what releasing tasks will give back."""
+        s = self.state
+        idle = s.alloc - s.used - s.nominated
+        return idle + s.releasing if future else idle
+
+    def feasible(self, task: TaskInfo, free: Vector, extra: Vector | None = None) -> BoolMask:
+        """Nodes where `task` passes the predicates and its request fits `free` (+ `extra`)."""
+        s = self.state
+        mask = s.schedulable.copy()
+        if task.unknown_resource:
+            mask[:] = False
+            return mask
+        for r in self.static_rejections(task):
+            mask &= r.mask
+        for d in np.flatnonzero(task.req):
+            have = free[d] if extra is None else free[d] + extra[d]
+            mask &= have >= task.req[d]
+        return mask
+
+    def best_node(self, task: TaskInfo, mask: BoolMask) -> int:
+        """The highest-scoring node among `mask` (lowest index on ties); -1 if none."""
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return -1
+        if candidates.size == 1:
+            return int(candidates[0])
+        scores = self.call(NODE_ORDER, task, candidates)
+        if scores is None:
+            return int(candidates[0])
+        return int(candidates[int(np.argmax(scores))])
+
+    def fit_error(self, task: TaskInfo) -> str:
+        """Why no node takes `task`, in kube-scheduler's words: `0/4 nodes are available: 4 Insufficient cpu.`"""
+        s = self.state
+        n = len(s.node_names)
+        if task.unknown_resource:
+            return f"0/{n} nodes are available: {n} Insufficient {task.unknown_resource}."
+        counts: dict[str, int] = {}
+        down = ~s.schedulable
+        if down.any():
+            counts["node(s) were unschedulable"] = int(down.sum())
+        for r in self.static_rejections(task):
+            bad = int((~r.mask & s.schedulable).sum())
+            if bad:
+                counts[r.reason] = counts.get(r.reason, 0) + bad
+        free = self.free(future=False)
+        for d in np.flatnonzero(task.req):
+            bad = int(((free[d] < task.req[d]) & s.schedulable).sum())
+            if bad:
+                name = "Too many pods" if s.resources[d] == "pods" else f"Insufficient {s.resources[d]}"
+                counts[name] = bad
+        reasons = ", ".join(f"{c} {r}" for r, c in sorted(counts.items()))
+        return f"0/{n} nodes are available: {reasons}." if reasons else f"0/{n} nodes are available."
+
+    # ------------------------------------------------------------ closing
+
+    def close(self) -> CycleResult:
+        for stmt in self.held:
+            stmt.discard()
+        if self.held:
+            self.state.version += 1  # held resources are free again for jobs that lost to them
+        self.call(ON_SESSION_CLOSE)
+        now = self.now
+        for key in sorted(self.state.dirty_jobs | self.touched | set(self.not_enqueued)):
+            job = self.state.jobs.get(key)
+            if job is None:
+                continue
+            before = self._opened.get(key, job.pg_phase)
+            phase = self._podgroup_phase(job)
+            conditions = self._conditions(job, now)
+            if phase != job.pg_phase:
+                self.state.set_pg_phase(job, phase, now)
+            if phase != before or conditions != job.pg_conditions:
+                job.pg_conditions = conditions
+                self.result.podgroups.append(PodGroupUpdate(job.key, job.name, phase, tuple(conditions)))
+        self.state.dirty_jobs.clear()
+        return self.result
+
+    def _podgroup_phase(self, job: JobInfo) -> str:
+        """Volcano's getPodGroupPhase."""
+        running = job.count(frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING}))
+        if running and job.key in self.unschedulable:
+            return o.PG_UNKNOWN
+        ready = job.count(READY)
+        if job.tasks and ready >= job.min_available:
+            finished = job.count(FINISHED)
+            if finished == len(job.tasks):
+                return o.PG_COMPLETED
+            return o.PG_RUNNING
+        return o.PG_INQUEUE if job.pg_phase == o.PG_INQUEUE else o.PG_PENDING
+
+    def _conditions(self, job: JobInfo, now: float) -> list[o.PodGroupCondition]:
+        why = self.unschedulable.get(job.key)
+        pending = self.not_enqueued.get(job.key)
+        if why is not None:
+            kind, status, reason, message = "Unschedulable", "True", "NotEnoughResources", why
+        elif pending is not None and job.pg_phase == o.PG_PENDING:
+            kind, status, reason, message = "Unschedulable", "True", "NotEnqueued", pending
+        elif self.call(JOB_READY, job) and job.tasks:
+            kind, status, reason, message = "Scheduled", "True", "", ""
+        else:
+            return job.pg_conditions
+        old = next((c for c in job.pg_conditions if c.type == kind), None)
+        if old is not None and (old.status, old.reason, old.message) == (status, reason, message):
+            return job.pg_conditions
+        others = [c for c in job.pg_conditions if c.type not in ("Unschedulable", "Scheduled")]
+        return [*others, o.PodGroupCondition(kind, status, reason, message, now)]
+
+
+def _signature(task: TaskInfo) -> tuple[object, ...]:
+    spec = task.spec
+    return (
+        tuple(sorted(spec.node_selector.items())),
+        spec.node_affinity,
+        spec.tolerations,
+    )

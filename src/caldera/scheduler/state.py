@@ -1,0 +1,517 @@
+"""The scheduler's view of the cluster, kept up to date incrementally (Volcano's cache).
+
+Nodes are a structure of arrays: one row per resource, one column per node, so
+that fitting and scoring a task against every node is a few vector operations.
+Jobs, tasks and queues are small Python objects carrying running totals.
+
+Invariant: for every node, `used[:, n]` is the sum of the requests of the tasks
+that occupy it (statuses in OCCUPYING), `releasing[:, n]` the part of that held
+by tasks being evicted, and `nominated[:, n]` the requests of tasks pipelined
+onto it; job and queue `allocated` are the sums over their occupying tasks.
+Every change goes through `_transition`, which removes a task's old contribution and adds
+its new one (`_contribute`), so the totals cannot drift
+(`check_invariants` recomputes them from scratch in tests).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.core import objects as o
+from caldera.core.resources import PODS
+
+Vector = npt.NDArray[np.float64]
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"  # placed in this session, not yet bound
+    PIPELINED = "Pipelined"  # placed on resources still being released
+    BINDING = "Binding"  # bind committed, pod not yet seen bound
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"  # evicted or deleted, process still ending
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+OCCUPYING = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
+)
+# Counted in the job's and queue's allocated (a releasing task still uses its node, not its share).
+ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+READY = ALLOCATED | {TaskStatus.SUCCEEDED}
+FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+
+@dataclass(eq=False, slots=True)
+class TaskInfo:
+    """One pod as the scheduler sees it."""
+
+    key: str  # namespace/name of the pod
+    name: str
+    job: JobInfo
+    task: str
+    index: int
+    req: Vector  # request per resource dimension, pods included
+    priority: int
+    spec: o.PodSpec
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    creation: float
+    status: TaskStatus = TaskStatus.PENDING
+    node: int = -1  # column of the node it occupies or is pipelined to
+    unknown_resource: str = ""  # a requested resource no node has
+
+    @property
+    def best_effort(self) -> bool:
+        """Asks for nothing but a pod slot (Volcano's BestEffort)."""
+        return not self.unknown_resource and bool(np.all(self.req[1:] == 0))
+
+    @property
+    def occupying(self) -> bool:
+        return self.status in OCCUPYING
+
+
+@dataclass(eq=False, slots=True)
+class JobInfo:
+    """One PodGroup and the tasks of its job."""
+
+    key: str  # namespace/podgroup name
+    name: str  # the job's name
+    namespace: str
+    queue: str
+    priority: int
+    min_available: int
+    min_task_member: dict[str, int]
+    creation: float
+    pg_phase: str
+    annotations: Mapping[str, str]
+    min_resources: Vector
+    allocated: Vector
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)  # by pod key
+    pg_conditions: list[o.PodGroupCondition] = field(default_factory=list)
+    failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
+    preempt_failed_at: int = -1  # the same for preempt and reclaim
+    fit_errors: str = ""  # why it last failed, for the Unschedulable condition
+    inqueue_since: float | None = None
+
+    def count(self, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in statuses)
+
+    def ready_count(self) -> int:
+        return self.count(READY)
+
+    def pending_tasks(self) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
+
+
+@dataclass(eq=False, slots=True)
+class QueueInfo:
+    name: str
+    weight: int
+    capability: Vector  # +inf where unlimited
+    guarantee: Vector
+    deserved_spec: Vector  # spec.deserved (capacity plugin); 0 where unset
+    has_deserved: bool
+    reclaimable: bool
+    state: str
+    priority: int
+    parent: str
+    allocated: Vector
+    request: Vector  # sum of requests of all unfinished tasks
+    inqueue: Vector  # minResources of Inqueue jobs not yet running
+
+
+class ClusterState:
+    """Nodes, jobs and queues, updated one object change at a time."""
+
+    def __init__(self, resources: Iterable[str] = ()) -> None:
+        names = [PODS, *sorted({r for r in resources if r != PODS})]
+        self.resources: list[str] = names
+        self.dim: dict[str, int] = {r: i for i, r in enumerate(names)}
+        r = len(names)
+        self.node_names: list[str] = []
+        self.node_index: dict[str, int] = {}
+        self.node_labels: list[Mapping[str, str]] = []
+        self.node_taints: list[tuple[o.Taint, ...]] = []
+        self.alloc: Vector = np.zeros((r, 0))
+        self.used: Vector = np.zeros((r, 0))
+        self.releasing: Vector = np.zeros((r, 0))
+        self.nominated: Vector = np.zeros((r, 0))
+        self.schedulable: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self.jobs: dict[str, JobInfo] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.queues: dict[str, QueueInfo] = {}
+        self._inqueue_held: dict[str, Vector] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.default_priority = 0
+        # Bumped when capacity may have grown (a task left a node, a node or queue
+        # changed): a job that failed at the current version is not retried.
+        self.version = 0
+        self.dirty_jobs: set[str] = set()  # jobs whose podgroup status may need writing
+        self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
+        # Bumped when nodes' labels, taints or schedulability change: predicate masks cache on it.
+        self.node_version = 0
+
+    # ------------------------------------------------------------ vectors
+
+    def vector(self, res: Mapping[str, float]) -> tuple[Vector, str]:
+        """`res` as a vector over this state's dimensions, and the first resource it has no dimension for."""
+        v = np.zeros(len(self.resources))
+        unknown = ""
+        for name, amount in res.items():
+            if amount <= 0:
+                continue
+            d = self.dim.get(name)
+            if d is None:
+                unknown = unknown or name
+            else:
+                v[d] = amount
+        return v, unknown
+
+    def as_dict(self, v: Vector) -> dict[str, float]:
+        return {r: float(v[i]) for i, r in enumerate(self.resources) if v[i]}
+
+    @property
+    def total(self) -> Vector:
+        return self.alloc[:, self.schedulable].sum(axis=1) if self.alloc.shape[1] else np.zeros(len(self.resources))
+
+    # ------------------------------------------------------------ nodes
+
+    def set_node(self, node: o.Node) -> None:
+        vec = np.zeros(len(self.resources))
+        for name, amount in node.allocatable.items():
+            if name not in self.dim:
+                self._add_dimension(name)
+                vec = np.append(vec, 0.0)
+            vec[self.dim[name]] = amount
+        if PODS not in node.allocatable:
+            vec[self.dim[PODS]] = 110.0  # the kubelet's default
+        n = self.node_index.get(node.name)
+        if n is None:
+            n = len(self.node_names)
+            self.node_names.append(node.name)
+            self.node_index[node.name] = n
+            self.node_labels.append(dict(node.labels))
+            self.node_taints.append(tuple(node.taints))
+            zeros = np.zeros((len(self.resources), 1))
+            self.alloc = np.hstack([self.alloc, vec[:, None]])
+            self.used = np.hstack([self.used, zeros])
+            self.releasing = np.hstack([self.releasing, zeros])
+            self.nominated = np.hstack([self.nominated, zeros])
+            self.schedulable = np.append(self.schedulable, True)
+        else:
+            self.node_labels[n] = dict(node.labels)
+            self.node_taints[n] = tuple(node.taints)
+            self.alloc[:, n] = vec
+        self.schedulable[n] = node.ready and not node.unschedulable
+        self.version += 1
+        self.node_version += 1
+
+    def set_nodes(self, nodes: Iterable[o.Node]) -> None:
+        """Add many nodes at once (building column by column is quadratic)."""
+        nodes = list(nodes)
+        for node in nodes:
+            for name in node.allocatable:
+                if name not in self.dim:
+                    self._add_dimension(name)
+        fresh = [nd for nd in nodes if nd.name not in self.node_index]
+        for nd in nodes:
+            if nd.name in self.node_index:
+                self.set_node(nd)
+        if not fresh:
+            return
+        r, start = len(self.resources), len(self.node_names)
+        block = np.zeros((r, len(fresh)))
+        block[self.dim[PODS], :] = 110.0
+        for j, nd in enumerate(fresh):
+            for name, amount in nd.allocatable.items():
+                block[self.dim[name], j] = amount
+            self.node_names.append(nd.name)
+            self.node_index[nd.name] = start + j
+            self.node_labels.append(dict(nd.labels))
+            self.node_taints.append(tuple(nd.taints))
+        zeros = np.zeros((r, len(fresh)))
+        self.alloc = np.hstack([self.alloc, block])
+        self.used = np.hstack([self.used, zeros])
+        self.releasing = np.hstack([self.releasing, zeros])
+        self.nominated = np.hstack([self.nominated, zeros.copy()])
+        self.schedulable = np.append(self.schedulable, [nd.ready and not nd.unschedulable for nd in fresh])
+        self.version += 1
+        self.node_version += 1
+
+    def remove_node(self, name: str) -> None:
+        """The node is gone: it stays as an unschedulable column (tasks on it are removed by the caller)."""
+        n = self.node_index.get(name)
+        if n is None:
+            return
+        self.schedulable[n] = False
+        self.alloc[:, n] = 0.0
+        self.node_version += 1
+        self.version += 1
+
+    def _add_dimension(self, name: str) -> None:
+        self.dim[name] = len(self.resources)
+        self.resources.append(name)
+        n = len(self.node_names)
+        for attr in ("alloc", "used", "releasing", "nominated"):
+            setattr(self, attr, np.vstack([getattr(self, attr), np.zeros((1, n))]))
+        for t in self.tasks.values():
+            t.req = np.append(t.req, 0.0)
+        for j in self.jobs.values():
+            j.allocated = np.append(j.allocated, 0.0)
+            j.min_resources = np.append(j.min_resources, 0.0)
+        for q in self.queues.values():
+            q.capability = np.append(q.capability, np.inf)
+            for a in ("guarantee", "deserved_spec", "allocated", "request", "inqueue"):
+                setattr(q, a, np.append(getattr(q, a), 0.0))
+
+    # ------------------------------------------------------------ queues and priorities
+
+    def set_queue(self, queue: o.Queue) -> None:
+        r = len(self.resources)
+        for res in (queue.spec.capability, queue.spec.guarantee, queue.spec.deserved):
+            for name in res:
+                if name not in self.dim:
+                    self._add_dimension(name)
+                    r += 1
+        cap = np.full(r, np.inf)
+        for name, amount in queue.spec.capability.items():
+            cap[self.dim[name]] = amount
+        guarantee, _ = self.vector(queue.spec.guarantee)
+        deserved, _ = self.vector(queue.spec.deserved)
+        old = self.queues.get(queue.name)
+        self.queues[queue.name] = QueueInfo(
+            name=queue.name,
+            weight=max(1, queue.spec.weight),
+            capability=cap,
+            guarantee=guarantee,
+            deserved_spec=deserved,
+            has_deserved=bool(queue.spec.deserved),
+            reclaimable=queue.spec.reclaimable,
+            state=queue.state,
+            priority=queue.spec.priority,
+            parent=queue.spec.parent,
+            allocated=old.allocated if old else np.zeros(r),
+            request=old.request if old else np.zeros(r),
+            inqueue=old.inqueue if old else np.zeros(r),
+        )
+        self.version += 1
+
+    def remove_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+        self.version += 1
+
+    def set_priority_classes(self, classes: Iterable[o.PriorityClass]) -> None:
+        self.priority_classes = {pc.name: pc.value for pc in classes}
+        defaults = [pc.value for pc in classes if pc.global_default]
+        self.default_priority = defaults[0] if defaults else 0
+        self.version += 1
+
+    def priority_of(self, class_name: str) -> int:
+        return self.priority_classes.get(class_name, self.default_priority)
+
+    def queue(self, name: str) -> QueueInfo:
+        q = self.queues.get(name)
+        if q is None:  # a job whose queue is gone still needs accounting
+            self.set_queue(o.Queue(o.ObjectMeta(name=name, namespace=""), state=o.QUEUE_CLOSED))
+            q = self.queues[name]
+        return q
+
+    # ------------------------------------------------------------ podgroups and pods
+
+    def set_podgroup(self, pg: o.PodGroup) -> JobInfo:
+        job = self.jobs.get(pg.key)
+        min_res, _ = self.vector(pg.min_resources)
+        if job is None:
+            job = JobInfo(
+                key=pg.key,
+                name=pg.job or pg.metadata.name,
+                namespace=pg.metadata.namespace,
+                queue=pg.queue,
+                priority=self.priority_of(pg.priority_class_name),
+                min_available=pg.min_member,
+                min_task_member=dict(pg.min_task_member),
+                creation=pg.metadata.creation_timestamp,
+                pg_phase=pg.phase,
+                annotations=dict(pg.metadata.annotations),
+                min_resources=min_res,
+                allocated=np.zeros(len(self.resources)),
+                pg_conditions=list(pg.conditions),
+            )
+            self.jobs[pg.key] = job
+            self.queue(job.queue)
+            if pg.phase == o.PG_INQUEUE:
+                self._set_inqueue(job, True)
+            return job
+        self._set_inqueue(job, False)
+        if job.queue != pg.queue:
+            self._move_queue(job, pg.queue)
+        job.priority = self.priority_of(pg.priority_class_name)
+        job.min_available = pg.min_member
+        job.min_task_member = dict(pg.min_task_member)
+        job.min_resources = min_res
+        job.pg_phase = pg.phase
+        job.annotations = dict(pg.metadata.annotations)
+        job.pg_conditions = list(pg.conditions)
+        job.failed_at = job.preempt_failed_at = -1
+        self._set_inqueue(job, pg.phase == o.PG_INQUEUE)
+        return job
+
+    def remove_podgroup(self, key: str) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        for t in list(job.tasks.values()):
+            self.remove_task(t.key)
+        self._set_inqueue(job, False)
+        del self.jobs[key]
+        self.version += 1
+
+    def set_pg_phase(self, job: JobInfo, phase: str, now: float) -> None:
+        if phase == job.pg_phase:
+            return
+        self._set_inqueue(job, False)
+        job.pg_phase = phase
+        job.inqueue_since = now if phase == o.PG_INQUEUE else None
+        self._set_inqueue(job, phase == o.PG_INQUEUE)
+
+    def _set_inqueue(self, job: JobInfo, on: bool) -> None:
+        """Inqueue jobs reserve their minResources in their queue until they start running."""
+        q = self.queue(job.queue)
+        held = self._inqueue_held.pop(job.key, None)
+        if held is not None:
+            q.inqueue -= held
+        if on:
+            self._inqueue_held[job.key] = job.min_resources.copy()
+            q.inqueue += job.min_resources
+
+    def _move_queue(self, job: JobInfo, queue: str) -> None:
+        for t in job.tasks.values():
+            self._contribute(t, -1.0)
+        job.queue = queue
+        for t in job.tasks.values():
+            self._contribute(t, +1.0)
+
+    def set_pod(self, pod: o.Pod, job_key: str) -> TaskInfo | None:
+        """Add or update the task for `pod`, moving its accounting to match the pod's phase and node."""
+        job = self.jobs.get(job_key)
+        if job is None:
+            return None
+        status, node = self._observed(pod)
+        task = self.tasks.get(pod.key)
+        if task is None:
+            req, unknown = self.vector({**pod.spec.requests(), PODS: 1.0})
+            task = TaskInfo(
+                key=pod.key,
+                name=pod.name,
+                job=job,
+                task=pod.task,
+                index=pod.index,
+                req=req,
+                priority=pod.priority,
+                spec=pod.spec,
+                labels=pod.metadata.labels,
+                annotations=pod.metadata.annotations,
+                creation=pod.metadata.creation_timestamp,
+                unknown_resource=unknown,
+            )
+            self.tasks[pod.key] = task
+            job.tasks[pod.key] = task
+            job.failed_at = job.preempt_failed_at = -1
+            self._contribute(task, +1.0)  # as Pending
+            self._transition(task, status, node)
+            self.dirty_jobs.add(job.key)
+            return task
+        # A task this scheduler placed stays Binding until the pod shows its node.
+        if task.status is TaskStatus.BINDING and status is TaskStatus.PENDING:
+            return task
+        if task.status is TaskStatus.PIPELINED and status is TaskStatus.PENDING:
+            return task
+        self._transition(task, status, node)
+        return task
+
+    def remove_task(self, key: str) -> None:
+        task = self.tasks.pop(key, None)
+        if task is None:
+            return
+        self._transition(task, TaskStatus.FAILED, -1)  # vacates and drops it from the queue's request
+        task.job.tasks.pop(key, None)
+
+    def _observed(self, pod: o.Pod) -> tuple[TaskStatus, int]:
+        node = self.node_index.get(pod.node_name, -1) if pod.node_name else -1
+        phase = pod.status.phase
+        if phase == o.POD_SUCCEEDED:
+            return TaskStatus.SUCCEEDED, -1
+        if phase == o.POD_FAILED:
+            return TaskStatus.FAILED, -1
+        if pod.deletion_timestamp is not None and node >= 0:
+            return TaskStatus.RELEASING, node
+        if node < 0:
+            return TaskStatus.PENDING, -1
+        return (TaskStatus.RUNNING if phase == o.POD_RUNNING else TaskStatus.BOUND), node
+
+    # ------------------------------------------------------------ the one place accounting changes
+
+    def _transition(self, task: TaskInfo, status: TaskStatus, node: int, bump: bool = True) -> None:
+        old_status, old_node = task.status, task.node
+        if old_status is status and old_node == node:
+            return
+        self._contribute(task, -1.0)
+        task.status, task.node = status, node
+        self._contribute(task, +1.0)
+        self.dirty_jobs.add(task.job.key)
+        # Capacity grew (a node freed or will free resources): failed jobs may fit now.
+        freed = (old_status in OCCUPYING and status not in OCCUPYING) or old_status is TaskStatus.PIPELINED
+        if bump and (freed or (status is TaskStatus.RELEASING and old_status is not TaskStatus.RELEASING)):
+            self.version += 1
+
+    def _contribute(self, task: TaskInfo, sign: float) -> None:
+        """Add (sign +1) or remove (-1) what `task` in its current status counts towards every total."""
+        s, n, req = task.status, task.node, task.req
+        if s in OCCUPYING:
+            self.used[:, n] += sign * req
+        if s is TaskStatus.RELEASING:
+            self.releasing[:, n] += sign * req
+        elif s is TaskStatus.PIPELINED:
+            self.nominated[:, n] += sign * req
+        if s in ALLOCATED:
+            task.job.allocated += sign * req
+            self.queue(task.job.queue).allocated += sign * req
+        if s not in FINISHED:
+            self.queue(task.job.queue).request += sign * req
+
+    # ------------------------------------------------------------ used by statements
+
+    def move(self, task: TaskInfo, status: TaskStatus, node: int) -> None:
+        """A session's tentative change (allocate, pipeline, evict or their undo): no version bump."""
+        self._transition(task, status, node, bump=False)
+
+    def check_invariants(self) -> None:
+        """Recompute every total from the tasks; raise AssertionError on any drift (for tests)."""
+        used = np.zeros_like(self.used)
+        releasing = np.zeros_like(self.used)
+        nominated = np.zeros_like(self.used)
+        for t in self.tasks.values():
+            if t.status in OCCUPYING:
+                used[:, t.node] += t.req
+            if t.status is TaskStatus.RELEASING:
+                releasing[:, t.node] += t.req
+            if t.status is TaskStatus.PIPELINED:
+                nominated[:, t.node] += t.req
+        assert np.allclose(used, self.used), "node used drifted"
+        assert np.allclose(releasing, self.releasing), "node releasing drifted"
+        assert np.allclose(nominated, self.nominated), "node nominated drifted"
+        for j in self.jobs.values():
+            alloc = sum((t.req for t in j.tasks.values() if t.status in ALLOCATED), np.zeros(len(self.resources)))
+            assert np.allclose(alloc, j.allocated), f"job {j.key} allocated drifted"
+        for q in self.queues.values():
+            jobs = [j for j in self.jobs.values() if j.queue == q.name]
+            alloc = sum((j.allocated for j in jobs), np.zeros(len(self.resources)))
+            assert np.allclose(alloc, q.allocated), f"queue {q.name} allocated drifted"
