@@ -63,7 +63,8 @@ def pods_from(job: Job, spec: Sequence[str]) -> list[Pod]:
     for item in spec:
         name, phase = item.split(":")
         task, index = name.split("-")
-        pods.append(make_pod_of(job, task=task, index=int(index), phase=phase.rstrip("!"), deleting=phase.endswith("!")))
+        deleting = phase.endswith("!")
+        pods.append(make_pod_of(job, task=task, index=int(index), phase=phase.rstrip("!"), deleting=deleting))
     return pods
 
 

@@ -14,7 +14,7 @@ def container_manifest(*, name: str = "main", **fields: Any) -> dict[str, Any]:
 def task_manifest(
     *,
     name: str | None = "worker",
-    replicas: int | None = 2,
+    replicas: Any = 2,  # Any: tests also write what a user should not
     containers: list[Any] | None = None,
     pod: dict[str, Any] | None = None,
     **fields: Any,
@@ -30,7 +30,7 @@ def task_manifest(
     return out
 
 
-def job_manifest(*, name: str = "train", tasks: list[Any] | None = None, **spec: Any) -> dict[str, Any]:
+def job_manifest(*, name: str = "train", tasks: Any = None, **spec: Any) -> dict[str, Any]:
     """A Volcano Job; keyword arguments are spec fields in the manifest's spelling."""
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",

@@ -92,22 +92,23 @@ def test_defaults_of_a_minimal_job() -> None:
 
 
 def test_job_min_available_defaults_to_sum_of_task_min_members() -> None:
-    job = parse_job(job_manifest(tasks=[task_manifest(name="ps", replicas=2), task_manifest(replicas=4, minAvailable=1)]))
+    job = parse_job(
+        job_manifest(tasks=[task_manifest(name="ps", replicas=2), task_manifest(replicas=4, minAvailable=1)])
+    )
     assert job.spec.min_available == 3
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "expected"),
+    ("given", "max_retry", "min_available"),
     [
-        pytest.param("maxRetry", 0, 3, id="maxRetry-0-reads-as-unset"),
-        pytest.param("maxRetry", 5, 5, id="maxRetry-kept"),
-        pytest.param("minAvailable", 0, 2, id="minAvailable-0-reads-as-unset"),
-        pytest.param("minAvailable", 1, 1, id="minAvailable-kept"),
+        pytest.param({}, 3, 2, id="absent"),
+        pytest.param({"maxRetry": 0, "minAvailable": 0}, 3, 2, id="zero-reads-as-unset"),
+        pytest.param({"maxRetry": 5, "minAvailable": 1}, 5, 1, id="kept"),
     ],
 )
-def test_zero_reads_as_unset_like_the_webhook(field: str, value: int, expected: int) -> None:
-    spec = parse_job(job_manifest(**{field: value})).spec
-    assert getattr(spec, {"maxRetry": "max_retry", "minAvailable": "min_available"}[field]) == expected
+def test_zero_reads_as_unset_like_the_webhook(given: dict[str, Any], max_retry: int, min_available: int) -> None:
+    spec = parse_job(job_manifest(**given)).spec
+    assert (spec.max_retry, spec.min_available) == (max_retry, min_available)
 
 
 def test_task_max_retry_minus_one_means_unlimited() -> None:
@@ -150,7 +151,9 @@ def test_optional_job_fields() -> None:
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
-        pytest.param({"event": "PodFailed", "action": "RestartJob"}, LifecyclePolicy("RestartJob", ("PodFailed",)), id="event"),
+        pytest.param(
+            {"event": "PodFailed", "action": "RestartJob"}, LifecyclePolicy("RestartJob", ("PodFailed",)), id="event"
+        ),
         pytest.param(
             {"events": ["PodFailed", "PodEvicted"], "action": "AbortJob"},
             LifecyclePolicy("AbortJob", ("PodFailed", "PodEvicted")),
@@ -161,7 +164,9 @@ def test_optional_job_fields() -> None:
             LifecyclePolicy("AbortJob", ("PodFailed",)),
             id="event-and-events-merged",
         ),
-        pytest.param({"exitCode": 137, "action": "RestartTask"}, LifecyclePolicy("RestartTask", exit_code=137), id="exitCode"),
+        pytest.param(
+            {"exitCode": 137, "action": "RestartTask"}, LifecyclePolicy("RestartTask", exit_code=137), id="exitCode"
+        ),
     ],
 )
 def test_policy_forms(policy: dict[str, Any], expected: LifecyclePolicy) -> None:
@@ -206,27 +211,74 @@ def test_bad_policy_timeout(timeout: object, rule_part: str) -> None:
 @pytest.mark.parametrize(
     ("doc", "path", "rule_part"),
     [
-        pytest.param(job_manifest(minAvaliable=2), "spec.minAvaliable", "unknown field (did you mean minAvailable?)", id="typo-in-spec"),
-        pytest.param(job_manifest(tasks=[task_manifest(replica=2)]), "spec.tasks[0].replica", "did you mean replicas?", id="typo-in-task"),
+        pytest.param(
+            job_manifest(minAvaliable=2),
+            "spec.minAvaliable",
+            "unknown field (did you mean minAvailable?)",
+            id="typo-in-spec",
+        ),
+        pytest.param(
+            job_manifest(tasks=[task_manifest(replica=2)]),
+            "spec.tasks[0].replica",
+            "did you mean replicas?",
+            id="typo-in-task",
+        ),
         pytest.param(
             job_manifest(policies=[{"event": "PodFailed", "actoin": "RestartJob"}]),
             "spec.policies[0].actoin",
             "unknown field",
             id="typo-in-policy",
         ),
-        pytest.param(job_manifest(tasks=[task_manifest(replicas="2")]), "spec.tasks[0].replicas", "must be an integer, not a string", id="replicas-string"),
-        pytest.param(job_manifest(tasks=[task_manifest(replicas=None)]), "spec.tasks[0].replicas", "is required", id="replicas-missing"),
-        pytest.param(job_manifest(tasks=[task_manifest(replicas=True)]), "spec.tasks[0].replicas", "must be an integer, not a boolean", id="replicas-bool"),
+        pytest.param(
+            job_manifest(tasks=[task_manifest(replicas="2")]),
+            "spec.tasks[0].replicas",
+            "must be an integer, not a string",
+            id="replicas-string",
+        ),
+        pytest.param(
+            job_manifest(tasks=[task_manifest(replicas=None)]),
+            "spec.tasks[0].replicas",
+            "is required",
+            id="replicas-missing",
+        ),
+        pytest.param(
+            job_manifest(tasks=[task_manifest(replicas=True)]),
+            "spec.tasks[0].replicas",
+            "must be an integer, not a boolean",
+            id="replicas-bool",
+        ),
         pytest.param(job_manifest(tasks=[]), "spec.tasks", "must have at least one task", id="no-tasks"),
         pytest.param(job_manifest(tasks={"a": 1}), "spec.tasks", "must be a list, not a mapping", id="tasks-mapping"),
         pytest.param(job_manifest(tasks=[None]), "spec.tasks[0]", "must be a mapping, not null", id="task-null"),
         pytest.param(job_manifest(queue=5), "spec.queue", "must be a string, not a number", id="queue-number"),
         pytest.param(job_manifest(plugins=["svc"]), "spec.plugins", "must be a mapping, not a list", id="plugins-list"),
-        pytest.param(job_manifest(plugins={"svc": "--x"}), "spec.plugins.svc", "must be a list, not a string", id="plugin-args-string"),
-        pytest.param(job_manifest(policies=[{"event": "PodFailed"}]), "spec.policies[0].action", "is required", id="policy-no-action"),
-        pytest.param(job_manifest(volumes=[{"mountPath": "/data"}]), "spec.volumes", "not supported by caldera yet", id="volumes"),
-        pytest.param(job_manifest(networkTopology={"mode": "hard"}), "spec.networkTopology", "not supported", id="network-topology"),
-        pytest.param(job_manifest(tasks=[task_manifest(topologyPolicy="single-numa-node")]), "spec.tasks[0].topologyPolicy", "not supported", id="numa"),
+        pytest.param(
+            job_manifest(plugins={"svc": "--x"}),
+            "spec.plugins.svc",
+            "must be a list, not a string",
+            id="plugin-args-string",
+        ),
+        pytest.param(
+            job_manifest(policies=[{"event": "PodFailed"}]),
+            "spec.policies[0].action",
+            "is required",
+            id="policy-no-action",
+        ),
+        pytest.param(
+            job_manifest(volumes=[{"mountPath": "/data"}]), "spec.volumes", "not supported by caldera yet", id="volumes"
+        ),
+        pytest.param(
+            job_manifest(networkTopology={"mode": "hard"}),
+            "spec.networkTopology",
+            "not supported",
+            id="network-topology",
+        ),
+        pytest.param(
+            job_manifest(tasks=[task_manifest(topologyPolicy="single-numa-node")]),
+            "spec.tasks[0].topologyPolicy",
+            "not supported",
+            id="numa",
+        ),
         pytest.param(
             job_manifest(tasks=[task_manifest(name="a"), task_manifest(dependsOn={"name": ["a"], "iteration": "any"})]),
             "spec.tasks[1].dependsOn.iteration",
@@ -237,7 +289,12 @@ def test_bad_policy_timeout(timeout: object, rule_part: str) -> None:
         pytest.param({**job_manifest(), "spec": None}, "spec", "is required", id="no-spec"),
         pytest.param({**job_manifest(), "kind": "Queue"}, "kind", "must be Job for a Job", id="wrong-kind"),
         pytest.param({**job_manifest(), "extra": 1}, "extra", "unknown field", id="unknown-top-level"),
-        pytest.param({**job_manifest(), "metadata": {"name": "a", "labels": {"team": 7}}}, "metadata.labels.team", "must be a string", id="label-number"),
+        pytest.param(
+            {**job_manifest(), "metadata": {"name": "a", "labels": {"team": 7}}},
+            "metadata.labels.team",
+            "must be a string",
+            id="label-number",
+        ),
     ],
 )
 def test_schema_error_names_the_path(doc: dict[str, Any], path: str, rule_part: str) -> None:
@@ -251,14 +308,18 @@ def test_fields_the_job_level_allows_are_not_reported() -> None:
 
 
 def test_all_errors_are_collected_into_one() -> None:
-    doc = job_manifest(minAvaliable=2, queue=5, tasks=[task_manifest(replicas="x"), task_manifest(name="b", replicas=-1)])
+    doc = job_manifest(
+        minAvaliable=2, queue=5, tasks=[task_manifest(replicas="x"), task_manifest(name="b", replicas=-1)]
+    )
     error = parse_error(doc)
     assert [e.path for e in error.errors] == ["spec.minAvaliable", "spec.tasks[0].replicas", "spec.queue"]
     assert str(error) == "job.yaml: spec.minAvaliable: unknown field (did you mean minAvailable?) (and 2 more)"
 
 
 def test_quantity_errors_name_the_resource() -> None:
-    container = container_manifest(resources={"requests": {"cpu": "1x", "memory": "lots"}, "limits": {"nvidia.com/gpu": -1}})
+    container = container_manifest(
+        resources={"requests": {"cpu": "1x", "memory": "lots"}, "limits": {"nvidia.com/gpu": -1}}
+    )
     error = parse_error(job_manifest(tasks=[task_manifest(containers=[container])]))
     base = "spec.tasks[0].template.spec.containers[0].resources"
     assert has_error(error, f"{base}.requests.cpu", "'1x'"), messages(error)

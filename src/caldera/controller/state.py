@@ -226,7 +226,8 @@ class Plan:
 
     set `status` on the job; delete the pods named in `kill`; delete the PodGroup if
     `delete_podgroup`; create (or update) it if `sync_podgroup`; render and create
-    the pods in `create` with `make_pod` (which reads the new status's version)."""
+    the pods in `create` with `make_pod` (which reads the new status's version).
+    Deleting a PodGroup that is already gone is not an error: every KillJob asks for it."""
 
     status: JobStatus
     previous_phase: str
@@ -308,7 +309,7 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
     return tuple(kill), tuple(create)
 
 
-def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, *, now: float, podgroup_phase: str) -> Plan:
+def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: float, podgroup_phase: str) -> Plan:
     """Plan `action` on `job` (targeted at `target`) given its `pods` and its PodGroup's phase ("" if none)."""
     old = job.status
     phase = old.phase if old.phase in JOB_PHASES else PENDING

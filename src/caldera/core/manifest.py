@@ -182,7 +182,12 @@ def parse_queue(doc: Mapping[str, Any], source: str = "") -> Queue:
     r.refuse_unsupported(spec, "spec", _QUEUE_UNSUPPORTED)
     guarantee: dict[str, float] = {}
     if (g := r.sub(spec, "guarantee", "spec")) is not None:
-        r.known(g, "spec.guarantee", ("resource",))
+        for key in g:
+            if key != "resource":
+                # Volcano nests the list one level down, unlike capability and deserved: an easy slip.
+                r.error(
+                    child("spec.guarantee", key), "unknown field; guaranteed resources go under spec.guarantee.resource"
+                )
         guarantee = r.resources(g, "resource", "spec.guarantee")
     status = r.sub(top, "status", "") or {}
     # What the manifest asks (spec.state) wins over what a dump observed (status.state).

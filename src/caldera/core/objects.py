@@ -542,8 +542,16 @@ class Pod:
         return self.metadata.name
 
     @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
     def key(self) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def job_key(self) -> str:
+        return f"{self.metadata.namespace}/{self.job}"
 
     @property
     def finished(self) -> bool:

@@ -184,7 +184,7 @@ def _node_affinity(r: FieldReader, doc: Doc, path: str) -> tuple[NodeSelectorTer
         term = r.mapping(value, term_path)
         if term is None:
             continue
-        if term.get("matchFields") is not None:
+        if term.get("matchFields"):
             # Ignoring it would place the pod on nodes the user excluded.
             r.error(child(term_path, "matchFields"), "is not supported by caldera yet; use matchExpressions")
         reqs = tuple(

@@ -34,6 +34,8 @@ def item(path: str, index: int) -> str:
 
 def describe(value: object) -> str:
     """What a YAML value is, for an error message."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):

@@ -158,6 +158,7 @@ class ClusterState:
         self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
         # Bumped when nodes' labels, taints or schedulability change: predicate masks cache on it.
         self.node_version = 0
+        self.set_queue(o.Queue(o.ObjectMeta(name="default", namespace="")))  # always exists, as in Volcano
 
     # ------------------------------------------------------------ vectors
 

@@ -77,7 +77,7 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo) -> str:
                 stmt.allocate(task, node)
             continue
         if not ssn.call(ALLOCATABLE, queue, task):
-            return f"queue {queue.name} has no room for pod {task.name} within its share"
+            return f"queue {queue.name} is at its deserved share; {ssn.fit_error(task)}"
         node = ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
         if node >= 0:
             stmt.allocate(task, node)

@@ -1,0 +1,424 @@
+"""The control plane: objects, job controller, scheduler and executor wired together.
+
+This is the same in every mode; only the executor (fake, local processes) and
+what watches the objects change. The flow of one change, as in Kubernetes:
+
+  pod event → controller request → policy → state-machine plan → create/kill pods
+            → scheduler cycle → binds and evictions → executor → pod events ...
+
+`settle()` runs that loop until nothing is left to do at the current time.
+Invariants: a pod is bound at most once per incarnation; a pod the controller or
+the scheduler asked to stop is removed only when the executor says it stopped;
+a deletion the controller did not ask for is reported to the job as PodEvicted.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from caldera.controller import (
+    DelayedActions,
+    Request,
+    execute,
+    make_pod,
+    make_podgroup,
+    requests_for_pod_change,
+    requests_for_podgroup_change,
+    resolve,
+    target_for,
+    ttl_expired,
+)
+from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, Target
+from caldera.core import objects as o
+from caldera.core.errors import ValidationError
+from caldera.core.validation import validate_job_admission
+from caldera.scheduler.scheduler import Scheduler
+from caldera.scheduler.session import CycleResult
+from caldera.scheduler.state import ClusterState
+from caldera.utils.clock import Clock
+
+MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
+
+
+class Executor(Protocol):
+    """Where pods run. It reports back through the control plane's `pod_*` methods."""
+
+    def start(self, pod: o.Pod, node: o.Node) -> None: ...
+
+    def stop(self, pod: o.Pod) -> None:
+        """Stop the pod's process (idempotent); call `pod_stopped` when it is gone."""
+        ...
+
+
+@dataclass(slots=True)
+class PodAttempt:
+    """One run of a pod: a pod restarted in place or re-created is a new attempt."""
+
+    name: str
+    namespace: str
+    job: str
+    task: str
+    attempt: int
+    node: str = ""
+    start: float | None = None
+    end: float | None = None
+    phase: str = o.POD_PENDING
+    exit_code: int | None = None
+    resources: Mapping[str, float] | None = None
+
+
+class ControlPlane:
+    def __init__(self, scheduler: Scheduler, executor: Executor, clock: Clock) -> None:
+        self.scheduler = scheduler
+        self.executor = executor
+        self.clock = clock
+        self.state = ClusterState()
+        self.nodes: dict[str, o.Node] = {}
+        self.queues: dict[str, o.Queue] = {"default": o.Queue(o.ObjectMeta(name="default", namespace=""))}
+        self.priority_classes: dict[str, o.PriorityClass] = {}
+        self.jobs: dict[str, o.Job] = {}
+        self.podgroups: dict[str, o.PodGroup] = {}  # by job key
+        self.pods: dict[str, o.Pod] = {}
+        self.job_pods: dict[str, dict[str, o.Pod]] = {}  # job key → pod name → pod
+        self.delayed = DelayedActions()
+        self.events: list[o.Event] = []
+        self.attempts: list[PodAttempt] = []  # finished attempts, in the order they ended
+        self.running: dict[str, PodAttempt] = {}  # pod key → the attempt in progress
+        self._attempt_no: dict[str, int] = {}
+        self._requests: deque[tuple[str, Request]] = deque()
+        self._stopping: set[str] = set()  # pods the control plane asked to stop (not evictions by others)
+        self._dirty = True  # something changed since the last scheduling cycle
+        self._uid = 0
+        self.on_event: Callable[[o.Event], None] | None = None
+
+    # ------------------------------------------------------------ inputs
+
+    def add_node(self, node: o.Node) -> None:
+        self.nodes[node.name] = node
+        self.state.set_node(node)
+        self._dirty = True
+
+    def add_nodes(self, nodes: list[o.Node]) -> None:
+        for n in nodes:
+            self.nodes[n.name] = n
+        self.state.set_nodes(nodes)
+        self._dirty = True
+
+    def add_queue(self, queue: o.Queue) -> None:
+        self.queues[queue.name] = queue
+        self.state.set_queue(queue)
+        self._dirty = True
+
+    def add_priority_class(self, pc: o.PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+        self.state.set_priority_classes(self.priority_classes.values())
+
+    def submit(self, job: o.Job) -> None:
+        """Admit a job (Volcano's validating webhook) and start reconciling it; ValidationError if refused."""
+        errors = validate_job_admission(job, self.queues)
+        if errors:
+            raise ValidationError(errors, f"job {job.name}")
+        if job.key in self.jobs:
+            raise ValidationError([], f"job {job.key} already exists")
+        self._uid += 1
+        now = self.clock.now()
+        job.metadata.uid = job.metadata.uid or f"{self._uid:08x}"
+        job.metadata.creation_timestamp = now
+        job.status = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
+        self.jobs[job.key] = job
+        self.job_pods[job.key] = {}
+        self._record("JobPhase", job.name, reason=o.PENDING, message="submitted", ns=job.namespace)
+        self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+
+    def command(self, job_key: str, action: str) -> None:
+        """A user's command (AbortJob, ResumeJob, ...), as vcctl's Command objects."""
+        self._request(job_key, Request(event="CommandIssued", action=action))
+
+    # ------------------------------------------------------------ from the executor
+
+    def pod_exited(self, key: str, exit_code: int) -> None:
+        """The pod's process ended on its own; restart it in place if its restartPolicy says so."""
+        pod = self.pods.get(key)
+        if pod is None or pod.finished or key in self._stopping:
+            return
+        policy = pod.spec.restart_policy
+        restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
+        self._end_attempt(pod, phase, exit_code)
+        if restart:
+            pod.status.restart_count += 1
+            pod.status.exit_code = exit_code
+            self._record("PodRestart", pod.name, pod.node_name, "Restarted", f"exit code {exit_code}", pod.namespace)
+            self._begin_attempt(pod, pod.node_name)
+            self.executor.start(pod, self.nodes[pod.node_name])
+            self._pod_changed(pod, o.POD_RUNNING)
+            return
+        old = pod.status.phase
+        pod.status.phase = phase
+        pod.status.exit_code = exit_code
+        pod.status.finish_time = self.clock.now()
+        self._record("PodPhase", pod.name, pod.node_name, phase, f"exit code {exit_code}", pod.namespace)
+        self._pod_changed(pod, old)
+
+    def pod_stopped(self, key: str) -> None:
+        """A pod asked to stop (or lost with its node) is gone: remove it."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        asked = key in self._stopping
+        self._stopping.discard(key)
+        if key in self.running:
+            self._end_attempt(pod, o.POD_FAILED if not pod.finished else pod.status.phase, 143)
+        del self.pods[key]
+        self.job_pods.get(f"{pod.metadata.namespace}/{pod.job}", {}).pop(pod.name, None)
+        self.state.remove_task(key)
+        self._dirty = True
+        job = self.jobs.get(f"{pod.metadata.namespace}/{pod.job}")
+        if job is None:
+            return
+        self._record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
+        pods = list(self.job_pods[job.key].values())
+        for req in requests_for_pod_change(job, pods, pod.status.phase, pod, deleted=not asked):
+            self._request(job.key, req)
+        if asked:
+            self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+
+    def evict(self, key: str, reason: str = "Evicted", message: str = "") -> None:
+        """Someone other than the controller deletes the pod (a fault, a node drain, the scheduler)."""
+        pod = self.pods.get(key)
+        if pod is None or pod.deletion_timestamp is not None:
+            return
+        pod.deletion_timestamp = self.clock.now()
+        self.state.set_pod(pod, self._pg_key(pod))
+        self._record("Evict", pod.name, pod.node_name, reason, message, pod.namespace)
+        self.executor.stop(pod)
+
+    def node_down(self, name: str) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        node.ready = False
+        self.state.set_node(node)
+        self._record("NodeDown", name, name, "NodeLost", "", "")
+        for pod in [p for p in self.pods.values() if p.node_name == name]:
+            self.evict(pod.key, "NodeLost", f"node {name} was lost")
+        self._dirty = True
+
+    # ------------------------------------------------------------ the loop
+
+    def settle(self) -> None:
+        """Reconcile and schedule until nothing changes at the current time."""
+        for _ in range(MAX_ROUNDS):
+            for entry in self.delayed.due(self.clock.now()):
+                self._run(entry.key, entry.action, entry.target)
+            if self._requests:
+                while self._requests:
+                    key, req = self._requests.popleft()
+                    self._handle(key, req)
+                continue
+            if not self._dirty:
+                return
+            self._dirty = False
+            self._apply(self.scheduler.run_cycle(self.state, self.clock.now()))
+        raise RuntimeError("the control plane did not settle (a livelock between controller and scheduler)")
+
+    def next_wakeup(self) -> float | None:
+        """When timed work (delayed actions, TTLs) is next due."""
+        times = [t for t in (self.delayed.next_due(), self._next_ttl()) if t is not None]
+        return min(times) if times else None
+
+    def expire_ttls(self) -> None:
+        now = self.clock.now()
+        for key, job in list(self.jobs.items()):
+            if ttl_expired(job, now):
+                self.delete_job(key)
+
+    def delete_job(self, key: str) -> None:
+        job = self.jobs.pop(key, None)
+        if job is None:
+            return
+        self.delayed.drop_job(key)
+        for pod in list(self.job_pods.get(key, {}).values()):
+            self._kill(pod)
+        pg = self.podgroups.pop(key, None)
+        if pg is not None:
+            self.state.remove_podgroup(pg.key)
+        self._record("JobDeleted", job.name, reason="Deleted", ns=job.namespace)
+        self._dirty = True
+
+    # ------------------------------------------------------------ controller
+
+    def _request(self, job_key: str, req: Request) -> None:
+        self._requests.append((job_key, req))
+
+    def _handle(self, key: str, req: Request) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        pod = self.job_pods[key].get(req.pod) if req.pod else None
+        self.delayed.cancel_for_request(key, req, pod.metadata.uid if pod else "")
+        res = resolve(job.spec, req, job.status.version)
+        target = target_for(res.action, req)
+        if res.delay is not None:
+            self.delayed.add(
+                key,
+                res.action,
+                self.clock.now() + res.delay,
+                target,
+                event=req.event,
+                pod_uid=pod.metadata.uid if pod else "",
+            )
+            return
+        self._run(key, res.action, target)
+
+    def _run(self, key: str, action: str, target: Target) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        now = self.clock.now()
+        pods = list(self.job_pods[key].values())
+        pg = self.podgroups.get(key)
+        plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
+        old_phase = job.status.phase
+        job.status = plan.status
+        if plan.status.phase != old_phase:
+            self._record("JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, ns=job.namespace)
+        for name in plan.kill:
+            pod = self.job_pods[key].get(name)
+            if pod is not None:
+                self._kill(pod)
+        if plan.delete_podgroup and pg is not None:
+            self.state.remove_podgroup(pg.key)
+            del self.podgroups[key]
+            pg = None
+        if plan.sync_podgroup and pg is None and job.status.phase not in o.FINISHED_JOB_PHASES:
+            pg = make_podgroup(job, now)
+            self.podgroups[key] = pg
+            self.state.set_podgroup(pg)
+            self._dirty = True
+        for task_name, index in plan.create:
+            task = job.spec.task(task_name)
+            if task is None:
+                continue
+            priority = self.state.priority_of(task.template.spec.priority_class_name or job.spec.priority_class_name)
+            pod = make_pod(job, task, index, priority, now)
+            self._uid += 1
+            pod.metadata.uid = f"{self._uid:08x}"
+            self.pods[pod.key] = pod
+            self.job_pods[key][pod.name] = pod
+            if pg is not None:
+                self.state.set_pod(pod, pg.key)
+            self._dirty = True
+        if action not in INTERNAL_ACTIONS:
+            self.delayed.cancel_scope(key, action, target)
+
+    def _kill(self, pod: o.Pod) -> None:
+        if pod.deletion_timestamp is not None:
+            return
+        pod.deletion_timestamp = self.clock.now()
+        self._stopping.add(pod.key)
+        if pod.node_name and not pod.finished:
+            self.state.set_pod(pod, self._pg_key(pod))
+            self.executor.stop(pod)
+        else:
+            self.pod_stopped(pod.key)
+
+    def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
+        key = f"{pod.metadata.namespace}/{pod.job}"
+        self.state.set_pod(pod, self._pg_key(pod))
+        self._dirty = True
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        self.delayed.cancel_for_pod_phase(pod, pod.status.phase)
+        for req in requests_for_pod_change(job, list(self.job_pods[key].values()), old_phase, pod, deleted=False):
+            self._request(key, req)
+
+    def _pg_key(self, pod: o.Pod) -> str:
+        pg = self.podgroups.get(f"{pod.metadata.namespace}/{pod.job}")
+        return pg.key if pg is not None else ""
+
+    # ------------------------------------------------------------ scheduler decisions
+
+    def _apply(self, result: CycleResult) -> None:
+        for update in result.podgroups:
+            job_key = f"{update.key.split('/', 1)[0]}/{update.job}"
+            pg = self.podgroups.get(job_key)
+            if pg is None:
+                continue
+            old = pg.phase
+            pg.phase = update.phase
+            pg.conditions = list(update.conditions)
+            if old != update.phase:
+                self._record("PodGroupPhase", pg.metadata.name, reason=update.phase, ns=pg.metadata.namespace)
+            cond = update.conditions[-1] if update.conditions else None
+            if cond is not None and cond.type == "Unschedulable" and cond.last_transition_time == self.clock.now():
+                self._record(
+                    "Unschedulable", update.job, reason=cond.reason, message=cond.message, ns=pg.metadata.namespace
+                )
+            for req in requests_for_podgroup_change(old, update.phase):
+                self._request(job_key, req)
+        for ev in result.evictions:
+            pod = self.pods.get(ev.pod)
+            if pod is not None:
+                self.evict(ev.pod, ev.reason, ev.message)
+        for bind in result.binds:
+            pod = self.pods.get(bind.pod)
+            if pod is None or pod.node_name or pod.deletion_timestamp is not None:
+                continue
+            pod.node_name = bind.node
+            self._record("Bind", pod.name, bind.node, ns=pod.metadata.namespace)
+            self._begin_attempt(pod, bind.node)
+            old = pod.status.phase
+            pod.status.phase = o.POD_RUNNING
+            pod.status.start_time = self.clock.now()
+            self.executor.start(pod, self.nodes[bind.node])
+            self._pod_changed(pod, old)
+
+    # ------------------------------------------------------------ history
+
+    def attempts_of(self, pod_key: str) -> int:
+        """How many attempts the pod of this name has had (the next attempt's number)."""
+        return self._attempt_no.get(pod_key, -1) + 1
+
+    def _begin_attempt(self, pod: o.Pod, node: str) -> None:
+        n = self._attempt_no.get(pod.key, -1) + 1
+        self._attempt_no[pod.key] = n
+        self.running[pod.key] = PodAttempt(
+            pod.name,
+            pod.metadata.namespace,
+            pod.job,
+            pod.task,
+            n,
+            node,
+            self.clock.now(),
+            None,
+            o.POD_RUNNING,
+            None,
+            pod.spec.requests(),
+        )
+
+    def _end_attempt(self, pod: o.Pod, phase: str, exit_code: int | None) -> None:
+        att = self.running.pop(pod.key, None)
+        if att is None:
+            return
+        self.attempts.append(replace(att, end=self.clock.now(), phase=phase, exit_code=exit_code))
+
+    def _record(
+        self, kind: str, obj: str, node: str = "", reason: str = "", message: str = "", ns: str = "default"
+    ) -> None:
+        ev = o.Event(self.clock.now(), kind, obj, node, reason, message, ns)
+        self.events.append(ev)
+        if self.on_event is not None:
+            self.on_event(ev)
+
+    def _next_ttl(self) -> float | None:
+        due = [
+            (j.status.completion_time or j.status.last_transition_time) + j.spec.ttl_seconds_after_finished
+            for j in self.jobs.values()
+            if j.spec.ttl_seconds_after_finished is not None and j.status.phase in o.FINISHED_JOB_PHASES
+        ]
+        return min(due) if due else None
