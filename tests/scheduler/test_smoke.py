@@ -6,7 +6,9 @@ from caldera.testing.builders import make_node, make_pod, make_podgroup
 
 def test_two_gangs_on_four_gpus_one_runs_whole() -> None:
     state = ClusterState()
-    state.set_nodes([make_node(f"n{i}", resources={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}) for i in range(2)])
+    state.set_nodes(
+        [make_node(f"n{i}", resources={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}) for i in range(2)]
+    )
     for job in ("a", "b"):
         pg = make_podgroup(job, min_member=4, phase=o.PG_INQUEUE, created=0.0 if job == "a" else 1.0)
         state.set_podgroup(pg)

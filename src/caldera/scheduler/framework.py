@@ -20,7 +20,7 @@ Volcano's aggregation rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -181,6 +181,9 @@ POINTS: tuple[Point[Any], ...] = (
 )
 
 
+_IMPLEMENTS: dict[type[Plugin], frozenset[Point[Any]]] = {}
+
+
 class Plugin:
     """Base of scheduler plugins. Subclasses set `name` and define methods named after points.
 
@@ -195,8 +198,13 @@ class Plugin:
         self.ssn = ssn
         self.args = args
 
-    def implements(self) -> Sequence[Point[Any]]:
-        return [p for p in POINTS if callable(getattr(type(self), p.name, None))]
+    @classmethod
+    def implements(cls) -> frozenset[Point[Any]]:
+        """The points this plugin class defines a method for (computed once per class)."""
+        found = _IMPLEMENTS.get(cls)
+        if found is None:
+            found = _IMPLEMENTS[cls] = frozenset(p for p in POINTS if callable(getattr(cls, p.name, None)))
+        return found
 
     # Typed access to arguments, which come from YAML.
     def arg_float(self, key: str, default: float) -> float:

@@ -12,7 +12,7 @@ from caldera.scheduler.actions.reclaim import reclaim
 from caldera.scheduler.config import SchedulerConfig, default_config
 from caldera.scheduler.framework import Plugin
 from caldera.scheduler.plugins.registry import registry
-from caldera.scheduler.session import CycleResult, Session
+from caldera.scheduler.session import CycleResult, Session, hook_layout
 from caldera.scheduler.state import ClusterState
 
 ACTIONS: dict[str, Callable[[Session], None]] = {
@@ -30,9 +30,10 @@ class Scheduler:
     ) -> None:
         self.config = config or default_config()
         self.plugins = dict(plugins) if plugins is not None else registry()
+        self.layout = hook_layout(self.config, self.plugins)
 
     def run_cycle(self, state: ClusterState, now: float) -> CycleResult:
-        ssn = Session(state, self.config, now, self.plugins)
+        ssn = Session(state, self.config, now, self.plugins, self.layout)
         for name in self.config.actions:
             ACTIONS[name](ssn)
         return ssn.close()

@@ -65,6 +65,7 @@ class Session:
         config: SchedulerConfig,
         now: float,
         registry: Mapping[str, type[Plugin]],
+        layout: Mapping[str, list[list[str]]] | None = None,
     ) -> None:
         self.state = state
         self.config = config
@@ -75,21 +76,26 @@ class Session:
         self._opened: dict[str, str] = {}  # podgroup phase at session open, for jobs whose phase changed
         self.held: list[Statement] = []  # allocations kept until the session ends (pipelined or reserved jobs)
         self.touched: set[str] = set()
-        self._hooks: dict[str, Tiers] = {p.name: [] for p in POINTS}
-        self.plugins: dict[str, Plugin] = {}
-        for tier in config.tiers:
-            level: dict[str, list[Any]] = {p.name: [] for p in POINTS}
-            for option in tier:
-                plugin = registry[option.name](self, option.arguments)
-                self.plugins[option.name] = plugin
-                for point in plugin.implements():
-                    if option.enabled(point.flag):
-                        level[point.name].append(getattr(plugin, point.name))
-            for name, hooks in level.items():
-                self._hooks[name].append(hooks)
+        self._registry = registry
+        self._layout = layout if layout is not None else hook_layout(config, registry)
+        self._hooks: dict[str, Tiers] = {}
+        self.plugins: dict[str, Plugin] = {}  # built on first use: most cycles consult few plugins
 
     def call(self, point: Point[R], *args: object) -> R:
-        return point.reduce(self._hooks[point.name], args)
+        hooks = self._hooks.get(point.name)
+        if hooks is None:
+            hooks = self._hooks[point.name] = self._collect(point)
+        return point.reduce(hooks, args)
+
+    def _collect(self, point: Point[Any]) -> Tiers:
+        return [[getattr(self.plugin(name), point.name) for name in tier] for tier in self._layout[point.name]]
+
+    def plugin(self, name: str) -> Plugin:
+        found = self.plugins.get(name)
+        if found is None:
+            option = next(o for tier in self.config.tiers for o in tier if o.name == name)
+            found = self.plugins[name] = self._registry[name](self, option.arguments)
+        return found
 
     def set_phase(self, job: JobInfo, phase: str) -> None:
         """Change a podgroup's phase now (later decisions in this cycle see it); reported on close."""
@@ -233,6 +239,17 @@ class Session:
             return job.pg_conditions
         others = [c for c in job.pg_conditions if c.type not in ("Unschedulable", "Scheduled")]
         return [*others, o.PodGroupCondition(kind, status, reason, message, now)]
+
+
+def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -> dict[str, list[list[str]]]:
+    """For every point, the plugin names implementing it, tier by tier (the same for every session)."""
+    return {
+        point.name: [
+            [o.name for o in tier if point in registry[o.name].implements() and o.enabled(point.flag)]
+            for tier in config.tiers
+        ]
+        for point in POINTS
+    }
 
 
 def _signature(task: TaskInfo) -> tuple[object, ...]:

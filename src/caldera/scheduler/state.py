@@ -100,9 +100,11 @@ class JobInfo:
     preempt_failed_at: int = -1  # the same for preempt and reclaim
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition
     inqueue_since: float | None = None
+    counts: dict[TaskStatus, int] = field(default_factory=dict)  # tasks by status, kept by ClusterState
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
+        c = self.counts
+        return sum(c.get(s, 0) for s in statuses)
 
     def ready_count(self) -> int:
         return self.count(READY)
@@ -156,6 +158,10 @@ class ClusterState:
         self.version = 0
         self.dirty_jobs: set[str] = set()  # jobs whose podgroup status may need writing
         self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
+        self.waiting: set[str] = set()  # jobs with tasks Pending or Pipelined: what allocate and preempt look at
+        self.pending_groups: set[str] = set()  # jobs whose podgroup is Pending: what enqueue looks at
+        self._total: Vector | None = None
+        self._total_version = -1
         # Bumped when nodes' labels, taints or schedulability change: predicate masks cache on it.
         self.node_version = 0
         self.set_queue(o.Queue(o.ObjectMeta(name="default", namespace="")))  # always exists, as in Volcano
@@ -181,7 +187,13 @@ class ClusterState:
 
     @property
     def total(self) -> Vector:
-        return self.alloc[:, self.schedulable].sum(axis=1) if self.alloc.shape[1] else np.zeros(len(self.resources))
+        """Allocatable resources of the schedulable nodes (cached until a node changes)."""
+        if self._total is None or self._total_version != self.node_version or len(self._total) != len(self.resources):
+            self._total = (
+                self.alloc[:, self.schedulable].sum(axis=1) if self.alloc.shape[1] else np.zeros(len(self.resources))
+            )
+            self._total_version = self.node_version
+        return self._total
 
     # ------------------------------------------------------------ nodes
 
@@ -348,6 +360,7 @@ class ClusterState:
             )
             self.jobs[pg.key] = job
             self.queue(job.queue)
+            self._index_phase(job)
             if pg.phase == o.PG_INQUEUE:
                 self._set_inqueue(job, True)
             return job
@@ -359,6 +372,7 @@ class ClusterState:
         job.min_task_member = dict(pg.min_task_member)
         job.min_resources = min_res
         job.pg_phase = pg.phase
+        self._index_phase(job)
         job.annotations = dict(pg.metadata.annotations)
         job.pg_conditions = list(pg.conditions)
         job.failed_at = job.preempt_failed_at = -1
@@ -373,6 +387,9 @@ class ClusterState:
             self.remove_task(t.key)
         self._set_inqueue(job, False)
         del self.jobs[key]
+        self.waiting.discard(key)
+        self.pending_groups.discard(key)
+        self.dirty_jobs.discard(key)
         self.version += 1
 
     def set_pg_phase(self, job: JobInfo, phase: str, now: float) -> None:
@@ -380,8 +397,15 @@ class ClusterState:
             return
         self._set_inqueue(job, False)
         job.pg_phase = phase
+        self._index_phase(job)
         job.inqueue_since = now if phase == o.PG_INQUEUE else None
         self._set_inqueue(job, phase == o.PG_INQUEUE)
+
+    def _index_phase(self, job: JobInfo) -> None:
+        if job.pg_phase == o.PG_PENDING:
+            self.pending_groups.add(job.key)
+        else:
+            self.pending_groups.discard(job.key)
 
     def _set_inqueue(self, job: JobInfo, on: bool) -> None:
         """Inqueue jobs reserve their minResources in their queue until they start running."""
@@ -442,8 +466,11 @@ class ClusterState:
         task = self.tasks.pop(key, None)
         if task is None:
             return
-        self._transition(task, TaskStatus.FAILED, -1)  # vacates and drops it from the queue's request
+        if task.status in OCCUPYING or task.status is TaskStatus.PIPELINED:
+            self.version += 1  # capacity came back
+        self._contribute(task, -1.0)
         task.job.tasks.pop(key, None)
+        self.dirty_jobs.add(task.job.key)
 
     def _observed(self, pod: o.Pod) -> tuple[TaskStatus, int]:
         node = self.node_index.get(pod.node_name, -1) if pod.node_name else -1
@@ -476,6 +503,13 @@ class ClusterState:
     def _contribute(self, task: TaskInfo, sign: float) -> None:
         """Add (sign +1) or remove (-1) what `task` in its current status counts towards every total."""
         s, n, req = task.status, task.node, task.req
+        job = task.job
+        job.counts[s] = job.counts.get(s, 0) + int(sign)
+        if s is TaskStatus.PENDING or s is TaskStatus.PIPELINED:
+            if job.counts.get(TaskStatus.PENDING, 0) + job.counts.get(TaskStatus.PIPELINED, 0) > 0:
+                self.waiting.add(job.key)
+            else:
+                self.waiting.discard(job.key)
         if s in OCCUPYING:
             self.used[:, n] += sign * req
         if s is TaskStatus.RELEASING:

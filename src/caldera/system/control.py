@@ -91,6 +91,7 @@ class ControlPlane:
         self._requests: deque[tuple[str, Request]] = deque()
         self._stopping: set[str] = set()  # pods the control plane asked to stop (not evictions by others)
         self._dirty = True  # something changed since the last scheduling cycle
+        self._ttl_jobs: set[str] = set()  # jobs with a ttlSecondsAfterFinished
         self._uid = 0
         self.on_event: Callable[[o.Event], None] | None = None
 
@@ -130,6 +131,8 @@ class ControlPlane:
         job.status = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         self.jobs[job.key] = job
         self.job_pods[job.key] = {}
+        if job.spec.ttl_seconds_after_finished is not None:
+            self._ttl_jobs.add(job.key)
         self._record("JobPhase", job.name, reason=o.PENDING, message="submitted", ns=job.namespace)
         self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
 
@@ -180,6 +183,7 @@ class ControlPlane:
         if job is None:
             return
         self._record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
+        self._forget_if_done(job)
         pods = list(self.job_pods[job.key].values())
         for req in requests_for_pod_change(job, pods, pod.status.phase, pod, deleted=not asked):
             self._request(job.key, req)
@@ -219,7 +223,8 @@ class ControlPlane:
                     key, req = self._requests.popleft()
                     self._handle(key, req)
                 continue
-            if not self._dirty:
+            state = self.state
+            if not self._dirty or not (state.waiting or state.pending_groups or state.dirty_jobs):
                 return
             self._dirty = False
             self._apply(self.scheduler.run_cycle(self.state, self.clock.now()))
@@ -232,8 +237,12 @@ class ControlPlane:
 
     def expire_ttls(self) -> None:
         now = self.clock.now()
-        for key, job in list(self.jobs.items()):
-            if ttl_expired(job, now):
+        for key in sorted(self._ttl_jobs):
+            job = self.jobs.get(key)
+            if job is None:
+                self._ttl_jobs.discard(key)
+            elif ttl_expired(job, now):
+                self._ttl_jobs.discard(key)
                 self.delete_job(key)
 
     def delete_job(self, key: str) -> None:
@@ -314,6 +323,18 @@ class ControlPlane:
             self._dirty = True
         if action not in INTERNAL_ACTIONS:
             self.delayed.cancel_scope(key, action, target)
+        self._forget_if_done(job)
+
+    def _forget_if_done(self, job: o.Job) -> None:
+        """A finished job none of whose pods still runs is no longer the scheduler's business."""
+        if job.status.phase not in o.FINISHED_JOB_PHASES:
+            return
+        pg = self.podgroups.get(job.key)
+        if pg is None or pg.key not in self.state.jobs:
+            return
+        if any(not p.finished for p in self.job_pods[job.key].values()):
+            return
+        self.state.remove_podgroup(pg.key)
 
     def _kill(self, pod: o.Pod) -> None:
         if pod.deletion_timestamp is not None:
@@ -417,8 +438,8 @@ class ControlPlane:
 
     def _next_ttl(self) -> float | None:
         due = [
-            (j.status.completion_time or j.status.last_transition_time) + j.spec.ttl_seconds_after_finished
-            for j in self.jobs.values()
-            if j.spec.ttl_seconds_after_finished is not None and j.status.phase in o.FINISHED_JOB_PHASES
+            (j.status.completion_time or j.status.last_transition_time) + (j.spec.ttl_seconds_after_finished or 0)
+            for j in (self.jobs.get(k) for k in self._ttl_jobs)
+            if j is not None and j.status.phase in o.FINISHED_JOB_PHASES
         ]
         return min(due) if due else None

@@ -27,9 +27,12 @@ ACTIVE = (o.PG_INQUEUE, o.PG_RUNNING, o.PG_UNKNOWN)
 
 def allocate(ssn: Session) -> None:
     state = ssn.state
+    if not state.waiting:
+        return
     by_queue: dict[str, list[JobInfo]] = {}
-    for job in state.jobs.values():
-        if job.pg_phase in ACTIVE and job.failed_at != state.version and _has_work(job):
+    for key in state.waiting:
+        job = state.jobs[key]
+        if job.pg_phase in ACTIVE and job.failed_at != state.version:
             by_queue.setdefault(job.queue, []).append(job)
     tie = count()
     queues = [(ssn.queue_key(state.queue(q)), next(tie), q) for q in by_queue]
@@ -92,10 +95,6 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo) -> str:
 
 def _wants_node(task: TaskInfo) -> bool:
     return (task.status is TaskStatus.PENDING and not task.best_effort) or task.status is TaskStatus.PIPELINED
-
-
-def _has_work(job: JobInfo) -> bool:
-    return any(_wants_node(t) for t in job.tasks.values())
 
 
 def _fail(ssn: Session, job: JobInfo, why: str) -> None:

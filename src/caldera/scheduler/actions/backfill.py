@@ -10,8 +10,10 @@ from caldera.scheduler.statement import Statement
 
 
 def backfill(ssn: Session) -> None:
-    for job in list(ssn.state.jobs.values()):
-        if job.pg_phase not in ACTIVE:
+    if not ssn.state.waiting:
+        return
+    for job in [ssn.state.jobs[k] for k in sorted(ssn.state.waiting)]:
+        if job.pg_phase not in ACTIVE or not job.counts.get(TaskStatus.PENDING):
             continue
         waiting = [t for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort]
         if not waiting:

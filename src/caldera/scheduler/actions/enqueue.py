@@ -20,8 +20,11 @@ def enqueue(ssn: Session) -> None:
     timeout = ssn.config.action_arg("enqueue", "inqueue-timeout", 0.0)
     if timeout > 0:
         _release_stale(ssn, timeout)
-    pending = [j for j in state.jobs.values() if j.pg_phase == o.PG_PENDING and j.failed_at != state.version]
-    for job in sorted(pending, key=lambda j: (ssn.queue_key(state.queue(j.queue)), ssn.job_key(j))):
+    pending = [state.jobs[k] for k in state.pending_groups if state.jobs[k].failed_at != state.version]
+    if not pending:
+        return
+    queue_keys = {q: ssn.queue_key(state.queue(q)) for q in {j.queue for j in pending}}
+    for job in sorted(pending, key=lambda j: (queue_keys[j.queue], ssn.job_key(j))):
         never = _never_fits(ssn, job)
         if never:
             ssn.not_enqueued[job.key] = never
@@ -50,7 +53,7 @@ def _never_fits(ssn: Session, job: JobInfo) -> str:
 
 
 def _release_stale(ssn: Session, timeout: float) -> None:
-    for job in list(ssn.state.jobs.values()):
+    for job in [j for j in ssn.state.jobs.values() if j.pg_phase == o.PG_INQUEUE]:
         since = job.inqueue_since
         if job.pg_phase == o.PG_INQUEUE and since is not None and ssn.now - since >= timeout and not job.count(READY):
             ssn.set_phase(job, o.PG_PENDING)

@@ -19,7 +19,7 @@ from caldera.scheduler.victims import plan_eviction
 
 def preempt(ssn: Session) -> None:
     state = ssn.state
-    for qname in sorted({j.queue for j in state.jobs.values()}, key=lambda q: ssn.queue_key(state.queue(q))):
+    for qname in sorted({state.jobs[k].queue for k in state.waiting}, key=lambda q: ssn.queue_key(state.queue(q))):
         for job in starving_jobs(ssn, qname):
             pool = [t for j in state.jobs.values() if j.queue == qname and j is not job for t in j.tasks.values()]
             evict_for(ssn, job, pool, PREEMPTABLE, "Preempt")
@@ -29,11 +29,11 @@ def starving_jobs(ssn: Session, queue: str) -> list[JobInfo]:
     state = ssn.state
     jobs = [
         j
-        for j in state.jobs.values()
+        for j in (state.jobs[k] for k in state.waiting)
         if j.queue == queue
         and j.pg_phase in ACTIVE
         and j.preempt_failed_at != state.version
-        and any(t.status is TaskStatus.PENDING and not t.best_effort for t in j.tasks.values())
+        and j.counts.get(TaskStatus.PENDING, 0) > 0
         and ssn.call(JOB_VALID, j)
         and ssn.call(JOB_STARVING, j)
     ]

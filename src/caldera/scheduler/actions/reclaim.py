@@ -15,7 +15,7 @@ from caldera.scheduler.state import TaskStatus
 
 def reclaim(ssn: Session) -> None:
     state = ssn.state
-    for qname in sorted({j.queue for j in state.jobs.values()}, key=lambda q: ssn.queue_key(state.queue(q))):
+    for qname in sorted({state.jobs[k].queue for k in state.waiting}, key=lambda q: ssn.queue_key(state.queue(q))):
         queue = state.queue(qname)
         if ssn.call(OVERUSED, queue):
             continue

@@ -12,7 +12,7 @@ import numpy as np
 
 from caldera.core import objects as o
 from caldera.scheduler.framework import PERMIT, REJECT, Plugin
-from caldera.scheduler.plugins.proportion import fits, real_capability, reclaim_victims
+from caldera.scheduler.plugins.proportion import fits, real_capabilities, reclaim_victims
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo
 
@@ -22,7 +22,7 @@ class Capacity(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.capability = {q.name: real_capability(ssn, q) for q in ssn.state.queues.values()}
+        self.capability = real_capabilities(ssn)
         self.deserved = {
             q.name: np.minimum(q.deserved_spec if q.has_deserved else q.guarantee, self.capability[q.name])
             for q in ssn.state.queues.values()

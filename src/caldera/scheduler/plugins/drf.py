@@ -23,12 +23,14 @@ class DRF(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        total = ssn.state.total.copy()
-        total[ssn.state.dim["pods"]] = 0.0  # pod slots are not a resource anyone competes for
-        self._inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        self._inv: Vector | None = None
         self.shares: dict[str, float] = {}
 
     def share_of(self, allocated: Vector) -> float:
+        if self._inv is None:
+            total = self.ssn.state.total.copy()
+            total[self.ssn.state.dim["pods"]] = 0.0  # pod slots are not a resource anyone competes for
+            self._inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
         return float((allocated * self._inv).max()) if allocated.size else 0.0
 
     def share(self, job: JobInfo) -> float:

@@ -29,12 +29,13 @@ class Gang(Plugin):
     name = "gang"
 
     def job_valid(self, job: JobInfo) -> bool:
-        alive = sum(1 for t in job.tasks.values() if t.status is not TaskStatus.FAILED)
-        return alive >= job.min_available
+        return len(job.tasks) - job.counts.get(TaskStatus.FAILED, 0) >= job.min_available
 
     def job_ready(self, job: JobInfo) -> bool:
         # Pending BestEffort tasks count: backfill places them wherever a pod slot is free.
-        waiting = sum(1 for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
+        waiting = 0
+        if job.counts.get(TaskStatus.PENDING):
+            waiting = sum(1 for t in job.tasks.values() if t.status is TaskStatus.PENDING and t.best_effort)
         return job.count(READY) + waiting >= job.min_available and _per_task_ready(job)
 
     def job_pipelined(self, job: JobInfo) -> int:

@@ -22,11 +22,14 @@ from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo, Vector
 _EPS = 1e-9
 
 
-def real_capability(ssn: Session, queue: QueueInfo) -> Vector:
-    """min(capability, cluster total − the guarantees of all other queues)."""
+def real_capabilities(ssn: Session) -> dict[str, Vector]:
+    """Per queue: min(capability, cluster total − the guarantees of all other queues)."""
     total = ssn.state.total
-    others = sum((q.guarantee for q in ssn.state.queues.values() if q is not queue), np.zeros_like(total))
-    return np.minimum(queue.capability, np.maximum(total - others, 0.0))
+    guarantees = sum((q.guarantee for q in ssn.state.queues.values()), np.zeros_like(total))
+    return {
+        q.name: np.minimum(q.capability, np.maximum(total - (guarantees - q.guarantee), 0.0))
+        for q in ssn.state.queues.values()
+    }
 
 
 def fits(request: Vector, limit: Vector, dims: Vector | None = None) -> bool:
@@ -59,34 +62,56 @@ class Proportion(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.capability = {q.name: real_capability(ssn, q) for q in ssn.state.queues.values()}
-        self.deserved = self._water_fill()
+        self._capability: dict[str, Vector] | None = None
+        self._deserved: dict[str, Vector] | None = None
+
+    @property
+    def capability(self) -> dict[str, Vector]:
+        if self._capability is None:
+            self._capability = real_capabilities(self.ssn)
+        return self._capability
+
+    @property
+    def deserved(self) -> dict[str, Vector]:
+        """Computed once per session, on first use (most cycles never ask)."""
+        if self._deserved is None:
+            self._deserved = self._water_fill()
+        return self._deserved
 
     def _water_fill(self) -> dict[str, Vector]:
+        """Volcano's rounds, over all queues at once: rows are queues, columns resources."""
         state = self.ssn.state
-        queues = [q for q in state.queues.values() if q.state != o.QUEUE_CLOSED or q.request.any()]
+        queues = list(state.queues.values())
+        zero = {q.name: np.zeros(len(state.resources)) for q in queues}
+        queues = [q for q in queues if q.request.any() or q.guarantee.any()]
+        if not queues:
+            return zero
+        request = np.array([q.request for q in queues])
+        cap = np.array([self.capability[q.name] for q in queues])
+        floor = np.minimum(np.array([q.guarantee for q in queues]), request)
+        if np.all(request.sum(axis=0) <= state.total + _EPS):
+            # Everyone's ask fits the cluster: each queue deserves what it asks for (within its cap).
+            zero.update({q.name: np.maximum(np.minimum(request[i], cap[i]), floor[i]) for i, q in enumerate(queues)})
+            return zero
+        weight = np.array([float(q.weight) for q in queues])
+        deserved = np.zeros_like(request)
+        hungry = np.ones(len(queues), dtype=bool)
         remaining = state.total.copy()
-        deserved = {q.name: np.zeros_like(remaining) for q in state.queues.values()}
-        met: set[str] = set()
         for _ in range(64):
-            hungry = [q for q in queues if q.name not in met]
-            weight = sum(q.weight for q in hungry)
-            if not hungry or weight == 0:
+            total_weight = weight[hungry].sum()
+            if total_weight == 0:
                 break
-            increased = np.zeros_like(remaining)
-            for q in hungry:
-                old = deserved[q.name]
-                new = old + remaining * (q.weight / weight)
-                new = np.minimum(np.minimum(new, self.capability[q.name]), q.request)
-                new = np.maximum(new, np.minimum(q.guarantee, q.request) if q.request.any() else q.guarantee)
-                if np.all(new >= q.request - _EPS) or np.allclose(new, old):
-                    met.add(q.name)
-                increased += new - old
-                deserved[q.name] = new
-            remaining = np.maximum(remaining - increased, 0.0)
-            if np.all(remaining <= _EPS):
+            share = np.outer(np.where(hungry, weight / total_weight, 0.0), remaining)
+            new = np.maximum(np.minimum(np.minimum(deserved + share, cap), request), floor)
+            new[~hungry] = deserved[~hungry]
+            done = np.all(new >= request - _EPS, axis=1) | np.all(np.isclose(new, deserved), axis=1)
+            remaining = np.maximum(remaining - (new - deserved).sum(axis=0), 0.0)
+            deserved = new
+            hungry &= ~done
+            if not hungry.any() or np.all(remaining <= _EPS):
                 break
-        return deserved
+        zero.update({q.name: deserved[i] for i, q in enumerate(queues)})
+        return zero
 
     def share(self, queue: QueueInfo) -> float:
         d = self.deserved.get(queue.name)
