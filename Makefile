@@ -13,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/python -m caldera.sim.demo
+	$(BIN)/python -m caldera.cli.demo
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests benchmarks

@@ -28,6 +28,10 @@ from caldera.core.resources import PODS
 Vector = npt.NDArray[np.float64]
 
 
+# Resources nodes always have but cluster files rarely declare; Volcano does not account them either.
+UNTRACKED_UNLESS_DECLARED = frozenset({"ephemeral-storage", "storage"})
+
+
 class TaskStatus(enum.Enum):
     PENDING = "Pending"
     ALLOCATED = "Allocated"  # placed in this session, not yet bound
@@ -169,13 +173,17 @@ class ClusterState:
     # ------------------------------------------------------------ vectors
 
     def vector(self, res: Mapping[str, float]) -> tuple[Vector, str]:
-        """`res` as a vector over this state's dimensions, and the first resource it has no dimension for."""
+        """`res` as a vector over this state's dimensions, and the first resource it has no dimension for.
+
+        Like Volcano, local storage is only accounted when some node declares it."""
         v = np.zeros(len(self.resources))
         unknown = ""
         for name, amount in res.items():
             if amount <= 0:
                 continue
             d = self.dim.get(name)
+            if d is None and name in UNTRACKED_UNLESS_DECLARED:
+                continue
             if d is None:
                 unknown = unknown or name
             else:

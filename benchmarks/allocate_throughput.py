@@ -1,0 +1,75 @@
+"""Placement decisions per second of the allocate action (issue 2's benchmark).
+
+Nodes have 8 GPUs, 64 CPUs and 512Gi each. A queue of gang jobs (1, 8 or 64
+one-GPU pods each, minAvailable = all) waits Inqueue; one scheduling cycle with
+the default plugin tiers and only the `allocate` action places them. Decisions
+per second = pods bound / wall time of the cycle (session open and close
+included). Each case runs `--repeat` times on a fresh state; the median is shown.
+
+    python benchmarks/allocate_throughput.py [--nodes 1000,5000,10000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from caldera.core import objects as o
+from caldera.scheduler.config import DEFAULT_CONFIG, parse_config
+from caldera.scheduler.scheduler import Scheduler
+from caldera.scheduler.state import ClusterState
+from caldera.testing.builders import make_node, make_pod, make_podgroup
+
+NODE = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+POD = {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"}
+
+
+def build(nodes: int, gang: int, pods: int) -> ClusterState:
+    state = ClusterState()
+    state.set_nodes([make_node(f"node-{i:05d}", resources=NODE) for i in range(nodes)])
+    for j in range(pods // gang):
+        pg = make_podgroup(f"job-{j:05d}", min_member=gang, phase=o.PG_INQUEUE, created=float(j))
+        state.set_podgroup(pg)
+        for i in range(gang):
+            state.set_pod(make_pod(f"job-{j:05d}", "worker", i, requests=POD, created=float(j)), pg.key)
+    return state
+
+
+def allocate_only() -> Scheduler:
+    text = DEFAULT_CONFIG.replace('actions: "enqueue, allocate, preempt, reclaim, backfill"', 'actions: "allocate"')
+    return Scheduler(parse_config(text, "<benchmark>"))
+
+
+def measure(nodes: int, gang: int, pods: int, repeat: int) -> tuple[float, float, int]:
+    """(median decisions/s, median ms per gang, pods bound) over `repeat` runs."""
+    rates, per_gang = [], []
+    bound = 0
+    scheduler = allocate_only()
+    for _ in range(repeat):
+        state = build(nodes, gang, pods)
+        start = time.perf_counter()
+        result = scheduler.run_cycle(state, now=0.0)
+        elapsed = time.perf_counter() - start
+        bound = len(result.binds)
+        rates.append(bound / elapsed)
+        per_gang.append(elapsed / max(bound // gang, 1) * 1000)
+    return statistics.median(rates), statistics.median(per_gang), bound
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="1000,5000,10000")
+    parser.add_argument("--gangs", default="1,8,64")
+    parser.add_argument("--pods", type=int, default=2048, help="pods in the queue per case")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{'nodes':>6} {'gang':>5} {'pods bound':>10} {'decisions/s':>12} {'ms per gang':>12}")
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        for gang in (int(g) for g in args.gangs.split(",")):
+            rate, ms, bound = measure(nodes, gang, args.pods, args.repeat)
+            print(f"{nodes:>6} {gang:>5} {bound:>10} {rate:>12,.0f} {ms:>12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Time to replay the whole Philly trace with the default scheduler configuration (issue 2's benchmark).
+
+82,247 jobs from `../shared/traces/philly-derived/philly.csv` (CC BY 4.0,
+Jeon et al., ATC'19); each job is one gang of `num_gpus` one-GPU pods in the
+queue of its virtual cluster, on 2,000 nodes × 8 GPUs. The whole control plane
+runs: controller, scheduler (enqueue, allocate, preempt, reclaim, backfill) and
+the fake executor on the virtual clock.
+
+    python benchmarks/philly_replay.py [--trace PATH] [--jobs N] [--nodes 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from caldera.sim.engine import Simulation
+from caldera.sim.inputs import Cluster, Workload
+from caldera.sim.report import build
+from caldera.sim.traces import philly_arrivals, queues_of, read_philly
+from caldera.testing.builders import make_node
+
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly-derived" / "philly.csv"
+
+
+def replay(trace: Path, jobs: int | None, nodes: int) -> dict[str, float]:
+    t0 = time.perf_counter()
+    rows, errors = read_philly(trace)
+    rows = rows[:jobs] if jobs else rows
+    node_list = tuple(
+        make_node(f"node-{i:05d}", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}) for i in range(nodes)
+    )
+    sim = Simulation(Cluster(node_list, tuple(queues_of(rows)), ()), Workload(tuple(philly_arrivals(rows))))
+    t1 = time.perf_counter()
+    sim.run()
+    t2 = time.perf_counter()
+    summary = build(sim)["summary"]
+    return {
+        "jobs": len(rows),
+        "bad rows": len(errors),
+        "load s": t1 - t0,
+        "replay s": t2 - t1,
+        "avg JCT h": (summary["avgJCT"] or 0) / 3600,
+        "avg queue delay s": summary["avgQueueDelay"] or 0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs")
+    parser.add_argument("--nodes", type=int, default=2000)
+    args = parser.parse_args()
+    result = replay(args.trace, args.jobs, args.nodes)
+    for key, value in result.items():
+        print(f"{key:>18}: {value:,.2f}" if isinstance(value, float) else f"{key:>18}: {value:,}")
+
+
+if __name__ == "__main__":
+    main()
