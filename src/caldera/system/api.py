@@ -1,0 +1,90 @@
+"""What the embedded cluster offers its front ends (REST server, tests): the operations and their shapes.
+
+The daemon implements `ClusterAPI`; the REST server exposes it over HTTP and
+the typed client mirrors it, so the CLI never knows whether it talks to a
+daemon or to an in-process cluster. Every method is safe to call from any
+thread. Writes raise `NotFound`, `Conflict` or `ValidationError` (all
+CalderaErrors, mapped to 404, 409 and 422 by the server); reads return plain
+JSON-ready dicts in the Kubernetes shape, with these stable summaries:
+
+job summary (list/get `-o json`):
+  {"name", "namespace", "queue", "phase", "retryCount", "minAvailable",
+   "creationTimestamp", "startTime", "completionTime", "reason", "message",
+   "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address"}]}
+node summary (top node):
+  {"name", "allocatable": {res: qty}, "allocated": {res: qty}, "gpus": int, "gpusUsed": int,
+   "virtualGpus": bool, "pods": int}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from caldera.core.errors import CalderaError
+
+JSON = dict[str, Any]
+
+
+class NotFound(CalderaError):
+    """No such job, queue or pod."""
+
+
+class Conflict(CalderaError):
+    """The change is not allowed in the object's current state (e.g. deleting a queue with jobs)."""
+
+
+class ClusterAPI(Protocol):
+    # ------------------------------------------------------------ writes
+
+    def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        """Create (or update, within Volcano's update rules) a Job or Queue from its manifest.
+
+        `submit_dir` is the directory the user submitted from: relative workingDir and
+        commands resolve against it. Returns the stored object."""
+        ...
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Stop the job's pods and remove it (idempotent for a job already being deleted)."""
+        ...
+
+    def command(self, namespace: str, name: str, action: str) -> None:
+        """A user's command on a job: AbortJob (suspend) or ResumeJob (resume)."""
+        ...
+
+    def set_queue_state(self, name: str, state: str) -> JSON:
+        """Open or close a queue (Closed: no new job; existing ones run on)."""
+        ...
+
+    def delete_queue(self, name: str) -> None: ...
+
+    def shutdown(self, stop_pods: bool = True) -> None:
+        """Stop the daemon; with `stop_pods`, every pod first (`caldera down`)."""
+        ...
+
+    # ------------------------------------------------------------ reads
+
+    def list_jobs(self, namespace: str | None = None) -> list[JSON]: ...
+
+    def get_job(self, namespace: str, name: str) -> JSON:
+        """The job summary (see the module docstring)."""
+        ...
+
+    def describe_job(self, namespace: str, name: str) -> JSON:
+        """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...]}"""
+        ...
+
+    def list_queues(self) -> list[JSON]: ...
+
+    def get_queue(self, name: str) -> JSON: ...
+
+    def list_nodes(self) -> list[JSON]: ...
+
+    def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]: ...
+
+    def pod_log(self, namespace: str, pod: str) -> str:
+        """Path of the pod's log file (the server streams it; `-f` follows it)."""
+        ...
+
+    def info(self) -> JSON:
+        """{"version", "home", "nodes", "listening"}: what `caldera up` prints."""
+        ...
