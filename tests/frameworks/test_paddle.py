@@ -1,0 +1,167 @@
+"""`paddle`: the parameter-server and collective variables Paddle's role maker and launcher read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from caldera.controller.frameworks import PluginError
+from caldera.core.addresses import Addresses, DnsAddresses
+from caldera.core.manifest import load_objects
+from caldera.core.objects import Job
+
+from .builders import PortPool, make_job, make_task, render_all, render_pod
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def ctr_job(name: str = "ctr") -> Job:
+    return make_job(
+        name=name,
+        tasks=[make_task(name="pserver", replicas=2), make_task(name="trainer", replicas=2)],
+        plugins={"paddle": ["--pserver=pserver", "--trainer=trainer"]},
+    )
+
+
+def collective_job(name: str = "resnet") -> Job:
+    return make_job(name=name, tasks=[make_task(name="trainer", replicas=4, gpus=1)], plugins={"paddle": []})
+
+
+def addresses_for(kind: str, job: Job) -> Addresses:
+    return DnsAddresses(job.name) if kind == "dns" else PortPool(first=40000).addresses(job)
+
+
+def ps_role(env: Mapping[str, str]) -> tuple[str, int, str]:
+    """(role, id, endpoint) as `role_maker.PaddleCloudRoleMaker._ps_env` derives them, failing as it would."""
+    servers = env["PADDLE_PSERVERS_IP_PORT_LIST"].split(",")
+    trainers = env.get("PADDLE_TRAINER_ENDPOINTS", "").split(",")
+    assert int(env["PADDLE_TRAINERS_NUM"]) == len(trainers)
+    role = env["TRAINING_ROLE"]
+    if role == "TRAINER":
+        index = int(env["PADDLE_TRAINER_ID"])
+        return role, index, trainers[index]
+    assert role == "PSERVER"
+    endpoint = env["POD_IP"] + ":" + env["PADDLE_PORT"]
+    return role, servers.index(endpoint), endpoint  # ValueError, as Paddle, if the server is not listed
+
+
+def test_exact_parameter_server_variables_on_kubernetes() -> None:
+    env = render_pod(ctr_job(), "pserver", 1, DnsAddresses("ctr")).env
+    assert env == {
+        "POD_IP": "ctr-pserver-1.ctr",
+        "PADDLE_PORT": "36543",
+        "PADDLE_PSERVERS_IP_PORT_LIST": "ctr-pserver-0.ctr:36543,ctr-pserver-1.ctr:36543",
+        "PADDLE_TRAINER_ENDPOINTS": "ctr-trainer-0.ctr:36543,ctr-trainer-1.ctr:36543",
+        "PADDLE_TRAINERS_NUM": "2",
+        "PADDLE_TRAINER_ID": "1",
+        "TRAINING_ROLE": "PSERVER",
+        "PADDLE_TRAINING_ROLE": "PSERVER",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def test_parameter_server_variables_on_the_embedded_cluster() -> None:
+    job = ctr_job()
+    patches = render_all(job, PortPool(first=40000).addresses(job))
+    servers = "127.0.0.1:40000,127.0.0.1:40001"
+    trainers = "127.0.0.1:40002,127.0.0.1:40003"
+    for pod, port, role, index in [
+        ("ctr-pserver-0", "40000", "PSERVER", "0"),
+        ("ctr-pserver-1", "40001", "PSERVER", "1"),
+        ("ctr-trainer-0", "40002", "TRAINER", "0"),
+        ("ctr-trainer-1", "40003", "TRAINER", "1"),
+    ]:
+        env = patches[pod].env
+        assert env["PADDLE_PSERVERS_IP_PORT_LIST"] == servers, pod
+        assert env["PADDLE_TRAINER_ENDPOINTS"] == trainers, pod
+        assert (env["POD_IP"], env["PADDLE_PORT"]) == ("127.0.0.1", port), pod
+        assert (env["TRAINING_ROLE"], env["PADDLE_TRAINING_ROLE"], env["PADDLE_TRAINER_ID"]) == (role, role, index)
+
+
+@pytest.mark.parametrize("kind", ["dns", "mapped"], ids=["kubernetes", "embedded"])
+def test_role_maker_finds_every_pods_role_and_id(kind: str) -> None:
+    job = ctr_job()
+    addresses = addresses_for(kind, job)
+    for pod, patch in render_all(job, addresses).items():
+        role, index, endpoint = ps_role(patch.env)
+        task, i = pod.removeprefix("ctr-").rsplit("-", 1)
+        assert (role, index) == ({"pserver": "PSERVER", "trainer": "TRAINER"}[task], int(i)), pod
+        assert endpoint == f"{addresses.host(pod)}:{addresses.port(pod, 36543)}", pod
+
+
+def test_the_ctr_manifest_with_the_paddle_plugin() -> None:
+    (job,) = load_objects((FIXTURES / "ctr-volcano.yaml").read_text(), "ctr-volcano.yaml")
+    assert isinstance(job, Job)
+    job.spec = replace(job.spec, plugins={"paddle": (), "env": (), "svc": ()})
+    addresses = PortPool(first=40000).addresses(job)
+    patches = render_all(job, addresses)
+    assert sorted(patches) == [f"ctr-volcano-{t}-{i}" for t in ("pserver", "trainer") for i in (0, 1)]
+    roles = {pod: ps_role(p.env)[:2] for pod, p in patches.items()}
+    assert roles == {
+        "ctr-volcano-pserver-0": ("PSERVER", 0),
+        "ctr-volcano-pserver-1": ("PSERVER", 1),
+        "ctr-volcano-trainer-0": ("TRAINER", 0),
+        "ctr-volcano-trainer-1": ("TRAINER", 1),
+    }
+    # The manifest's own PADDLE_PORT=30236 would make both pservers of one host collide; ours differ.
+    assert len({p.env["PADDLE_PORT"] for p in patches.values()}) == 4
+
+
+def test_exact_collective_variables_on_kubernetes() -> None:
+    env = render_pod(collective_job(), "trainer", 2, DnsAddresses("resnet")).env
+    endpoints = ",".join(f"resnet-trainer-{i}.resnet:36543" for i in range(4))
+    assert env == {
+        "POD_IP": "resnet-trainer-2.resnet",
+        "PADDLE_PORT": "36543",
+        "PADDLE_TRAINER_ENDPOINTS": endpoints,
+        "PADDLE_CURRENT_ENDPOINT": "resnet-trainer-2.resnet:36543",
+        "PADDLE_TRAINERS_NUM": "4",
+        "PADDLE_TRAINER_ID": "2",
+        "TRAINING_ROLE": "TRAINER",
+        "PADDLE_TRAINING_ROLE": "TRAINER",
+        "PADDLE_RANK_IN_NODE": "0",
+        "PADDLE_MASTER": "resnet-trainer-0.resnet:36543",
+        "PADDLE_NNODES": "4",
+        "PADDLE_JOB_ID": "resnet",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def test_collective_on_the_embedded_cluster() -> None:
+    job = collective_job()
+    patches = render_all(job, PortPool(first=40000).addresses(job))
+    endpoints = [f"127.0.0.1:{40000 + i}" for i in range(4)]
+    for i in range(4):
+        env = patches[f"resnet-trainer-{i}"].env
+        # role_maker._collective_env: the current endpoint is this trainer's entry in the list.
+        listed = env["PADDLE_TRAINER_ENDPOINTS"].split(",")
+        assert listed == endpoints
+        assert listed[int(env["PADDLE_TRAINER_ID"])] == env["PADDLE_CURRENT_ENDPOINT"] == endpoints[i]
+        assert env["PADDLE_MASTER"] == endpoints[0]
+
+
+def test_renamed_tasks_and_port() -> None:
+    job = make_job(
+        name="ctr",
+        tasks=[make_task(name="ps"), make_task(name="worker")],
+        plugins={"paddle": ["--pserver=ps", "--trainer=worker", "--port=6170"]},
+    )
+    env = render_pod(job, "ps", 0, DnsAddresses("ctr")).env
+    assert env["PADDLE_PSERVERS_IP_PORT_LIST"] == "ctr-ps-0.ctr:6170"
+    assert env["PADDLE_TRAINER_ENDPOINTS"] == "ctr-worker-0.ctr:6170"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param((), 'job "j" has no trainer task "trainer"', id="no-trainer"),
+        pytest.param(("--pserver=ps",), "--pserver=ps names no task", id="named-pserver-missing"),
+    ],
+)
+def test_refused(args: tuple[str, ...], message: str) -> None:
+    job = make_job(name="j", tasks=[make_task(name="worker")], plugins={"paddle": list(args)})
+    with pytest.raises(PluginError, match=message):
+        render_pod(job, "worker", 0, DnsAddresses("j"))
