@@ -1,0 +1,307 @@
+"""Pure builders from `caldera submit` options to a Volcano `batch.volcano.sh/v1alpha1` Job.
+
+A builder returns the manifest a user could have written by hand: a plain dict in
+Volcano's exact shape, which `caldera.core.jobmanifest.parse_job` accepts unchanged.
+Nothing here does I/O. Arena's semantics are followed, and where Arena is silent,
+what a Volcano user would write:
+
+| submit | tasks (replicas) | plugins (besides svc, env) | done when |
+|---|---|---|---|
+| pytorch --workers W | master (1), worker (W-1; none if W = 1) | pytorch --master=master --worker=worker --port=23456 | every pod succeeded |
+| tf --ps P --workers W [--chief] [--evaluator] | ps (P), worker (W), chief (1), evaluator (1) | tensorflow, one role flag per task present, --port=2222 | chief TaskCompleted, else worker TaskCompleted |
+| paddle [--pservers P] --trainers T | pserver (P; none if P = 0: collective), trainer (T) | paddle [--pserver=pserver] --trainer=trainer --port=36543 | trainer TaskCompleted (PS mode), else every pod |
+| mpi --workers N | master (1, the launcher), worker (N) | mpi --master=master --worker=worker, ssh | master TaskCompleted |
+
+Choices, and why:
+- `--workers` counts the master for pytorch (Arena), and only workers for tf and mpi.
+- One gang: the job's `minAvailable` is all its pods, written out.
+- Failure: job policies PodEvicted → RestartJob and PodFailed → RestartJob (Kubeflow
+  restarts a failed job; the CTR manifest does the same), so pods are `restartPolicy:
+  Never`: the job restarts as a whole, never one pod alone into a rendezvous its peers
+  have left. `retry` is `maxRetry`, the restarts allowed; it must be ≥ 1, since Volcano
+  reads `maxRetry: 0` as its default 3. Without it the default 3 applies.
+- Done: TaskCompleted → CompleteJob on the task whose end is the end of training, which
+  stops the servers and placeholders still running (CompleteJob kills unfinished pods).
+  PyTorch has no such rule: the job completes when every pod has succeeded.
+- Resources are per pod: `cpu` and `memory` as requests; `nvidia.com/gpu` in requests and
+  limits (an extended resource needs a limit), only on pods that compute: not on tf ps,
+  paddle pservers nor the MPI launcher (Arena's `--gpus` is "GPUs per worker"; its servers
+  have their own `--ps-gpus`).
+- Elastic pytorch (`min_workers`): master + `workers`-1 workers; job minAvailable
+  `min_workers` and worker minAvailable `min_workers`-1, so the master is always in the
+  gang. Policies stay as above until the elastic launcher is wired.
+- Containers are named `pytorch`, `tensorflow`, `paddle`, `mpi`, as each operator names
+  them. The image is written when given (the embedded executor ignores it).
+- The command is the container's `command`, exec'd without a shell.
+- Plugins `svc` and `env` everywhere (hosts lists, VC_TASK_INDEX); `ssh` for mpi as the
+  Volcano webhook adds it. pytorch names both roles even without a worker task, as its
+  plugin counts a missing task as 0 replicas; the others name only the tasks present,
+  since paddle chooses parameter-server mode by whether its pserver task exists.
+- `data` becomes the pod-template annotation `caldera.dev/data: "SRC:DST,..."`: SRC an
+  absolute host path, DST a relative path inside the pod's directory, where the embedded
+  executor links it. Not a hostPath volume: a relative DST is no mountPath. No
+  `CALDERA_DATA_<n>` variables: the command names DST itself.
+- `tensorboard_logdir` becomes the job annotation `caldera.dev/tensorboard-logdir`.
+- Environment: in the order given; a repeated name keeps its last value, as in a shell.
+  Arena's injected `workers`/`gpus` variables are not copied: the plugins set each
+  framework's own.
+- MPI workers run `worker_command` if given, else `sleep infinity`: on the embedded
+  cluster mpirun reaches them through the hostfile, so a worker pod holds its share of
+  the gang's resources until CompleteJob stops it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from caldera.core.objects import JOB_API
+from caldera.core.quantity import QuantityError, parse_quantity
+from caldera.core.resources import GPU
+from caldera.core.validation import dns1123_label_error
+
+DATA_ANNOTATION = "caldera.dev/data"
+TENSORBOARD_ANNOTATION = "caldera.dev/tensorboard-logdir"
+# Arena's JobMaxLength: the longest pod name, `<job>-trainer-<5 digits>`, still fits a 63-character label.
+MAX_NAME_LENGTH = 49
+WORKER_PLACEHOLDER = ("sleep", "infinity")
+PYTORCH_PORT = 23456
+TENSORFLOW_PORT = 2222
+PADDLE_PORT = 36543
+_RESTART_ON_FAILURE = ({"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"})
+_COMPLETE_JOB = ({"event": "TaskCompleted", "action": "CompleteJob"},)
+
+
+@dataclass(frozen=True, slots=True)
+class DataMount:
+    """A host path `source` made available in the pod as `target`."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitSpec:
+    """What every `caldera submit` asks for, whatever the framework."""
+
+    name: str
+    command: tuple[str, ...]
+    namespace: str = "default"
+    image: str = ""
+    gpus: int = 0
+    cpu: str = ""
+    memory: str = ""
+    queue: str = "default"
+    priority: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    working_dir: str = ""
+    data: tuple[DataMount, ...] = ()
+    tensorboard_logdir: str = ""
+    retry: int | None = None
+
+
+# ---------------------------------------------------------------- option text
+
+
+def name_error(name: str) -> str | None:
+    """Why `name` cannot name a submitted job, or None."""
+    if len(name) > MAX_NAME_LENGTH:
+        return f'"{name}" is longer than {MAX_NAME_LENGTH} characters (pod names <job>-<task>-<index> must fit in 63)'
+    return dns1123_label_error(name)
+
+
+def parse_env(text: str) -> tuple[str, str]:
+    """`K=V` as (K, V); raises ValueError."""
+    key, eq, value = text.partition("=")
+    if not eq:
+        raise ValueError(f"{text!r} is not K=V")
+    if not key or key[0].isdigit() or not all(c.isalnum() or c in "_-." for c in key) or not key.isascii():
+        raise ValueError(f"{key!r} is not a variable name (letters, digits, '_', '-', '.'; not starting with a digit)")
+    return key, value
+
+
+def parse_data(text: str) -> DataMount:
+    """`SRC:DST` as a DataMount; raises ValueError. DST must stay inside the pod's directory."""
+    source, colon, target = text.partition(":")
+    if not colon or not source or not target:
+        raise ValueError(f"{text!r} is not SRC:DST")
+    if ":" in target or "," in text:
+        raise ValueError(f"{text!r}: paths may not contain ':' or ','")
+    target = posixpath.normpath(target)
+    if posixpath.isabs(target) or target == "." or ".." in target.split("/"):
+        raise ValueError(f"{target!r} must be a relative path inside the pod's directory, like data/mnist")
+    return DataMount(source, target)
+
+
+def parse_workers(text: str) -> tuple[int | None, int]:
+    """`N` as (None, N) or `MIN:MAX` as (MIN, MAX); raises ValueError."""
+    low, colon, high = text.partition(":")
+    try:
+        lo, hi = (int(low), int(high)) if colon else (None, int(text))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a count N or a range MIN:MAX") from None
+    if lo is None and hi < 1:
+        raise ValueError(f"{text!r}: there must be at least 1")
+    if lo is not None and not 1 <= lo <= hi:
+        raise ValueError(f"{text!r}: a range MIN:MAX needs 1 <= MIN <= MAX")
+    return lo, hi
+
+
+def check_quantity(text: str) -> str:
+    """`text` if it is a positive Kubernetes quantity (500m, 4Gi); raises ValueError."""
+    try:
+        value = parse_quantity(text)
+    except QuantityError as e:
+        raise ValueError(str(e)) from None
+    if value <= 0:
+        raise ValueError(f"{text!r} must be more than 0")
+    return text.strip()
+
+
+def command_error(command: tuple[str, ...]) -> str | None:
+    """Why `command` cannot be run as given (no shell comes between), or None."""
+    if not command:
+        return "the command is empty"
+    if len(command) == 1 and len(command[0].split()) > 1:
+        return (
+            f"{command[0]!r} is one word with spaces and no shell runs it: pass its words "
+            f"separately (-- python train.py) or ask for a shell (-- sh -c '...')"
+        )
+    return None
+
+
+# ---------------------------------------------------------------- builders
+
+
+@dataclass(frozen=True, slots=True)
+class _Role:
+    """One task of a framework's job."""
+
+    task: str
+    replicas: int
+    command: tuple[str, ...]
+    gpus: bool = True
+    min_available: int | None = None
+    completes_job: bool = False
+
+
+def pytorch_job(spec: SubmitSpec, *, workers: int, min_workers: int | None = None) -> dict[str, Any]:
+    """A PyTorch job of `workers` pods, master included; elastic down to `min_workers` when given."""
+    _require(workers >= 1, "workers must be at least 1 (the master)")
+    _require(min_workers is None or 1 <= min_workers <= workers, "min_workers must be between 1 and workers")
+    roles = [_Role("master", 1, spec.command)]
+    if workers > 1:
+        worker_min = None if min_workers is None else min_workers - 1
+        roles.append(_Role("worker", workers - 1, spec.command, min_available=worker_min))
+    flags = ["--master=master", "--worker=worker", f"--port={PYTORCH_PORT}"]
+    return _job(spec, "pytorch", roles, {"pytorch": flags}, min_available=min_workers or workers)
+
+
+def tensorflow_job(
+    spec: SubmitSpec, *, workers: int, ps: int = 0, chief: bool = False, evaluator: bool = False
+) -> dict[str, Any]:
+    """A TensorFlow job: parameter servers, workers, and optionally a chief and an evaluator."""
+    _require(workers >= 1, "workers must be at least 1")
+    _require(ps >= 0, "ps must be at least 0")
+    roles = [
+        _Role("ps", ps, spec.command, gpus=False),
+        _Role("worker", workers, spec.command, completes_job=not chief),
+        _Role("chief", int(chief), spec.command, completes_job=True),
+        _Role("evaluator", int(evaluator), spec.command),
+    ]
+    roles = [r for r in roles if r.replicas]
+    flags = [f"--{r.task}={r.task}" for r in roles] + [f"--port={TENSORFLOW_PORT}"]
+    return _job(spec, "tensorflow", roles, {"tensorflow": flags})
+
+
+def paddle_job(spec: SubmitSpec, *, trainers: int, pservers: int = 0) -> dict[str, Any]:
+    """A Paddle job: parameter-server mode with `pservers` > 0, else collective."""
+    _require(trainers >= 1, "trainers must be at least 1")
+    _require(pservers >= 0, "pservers must be at least 0")
+    roles = [
+        _Role("pserver", pservers, spec.command, gpus=False),
+        _Role("trainer", trainers, spec.command, completes_job=pservers > 0),
+    ]
+    roles = [r for r in roles if r.replicas]
+    flags = [f"--{r.task}={r.task}" for r in roles] + [f"--port={PADDLE_PORT}"]
+    return _job(spec, "paddle", roles, {"paddle": flags})
+
+
+def mpi_job(spec: SubmitSpec, *, workers: int, worker_command: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An MPI job: a launcher `master` running the command, and `workers` worker pods."""
+    _require(workers >= 1, "workers must be at least 1")
+    roles = [
+        _Role("master", 1, spec.command, gpus=False, completes_job=True),
+        _Role("worker", workers, worker_command or WORKER_PLACEHOLDER),
+    ]
+    plugins = {"mpi": ["--master=master", "--worker=worker"], "ssh": []}
+    return _job(spec, "mpi", roles, plugins)
+
+
+def _require(ok: bool, why: str) -> None:
+    if not ok:
+        raise ValueError(why)
+
+
+def _job(
+    spec: SubmitSpec,
+    container: str,
+    roles: list[_Role],
+    plugins: dict[str, list[str]],
+    min_available: int | None = None,
+) -> dict[str, Any]:
+    _require(bool(spec.command), "the command is empty")
+    _require(spec.retry is None or spec.retry >= 1, "retry must be at least 1 (Volcano reads maxRetry 0 as 3)")
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace}
+    if spec.tensorboard_logdir:
+        metadata["annotations"] = {TENSORBOARD_ANNOTATION: spec.tensorboard_logdir}
+    job: dict[str, Any] = {
+        "minAvailable": sum(r.replicas for r in roles) if min_available is None else min_available,
+        "queue": spec.queue,
+    }
+    if spec.priority:
+        job["priorityClassName"] = spec.priority
+    if spec.retry is not None:
+        job["maxRetry"] = spec.retry
+    job["policies"] = [dict(p) for p in _RESTART_ON_FAILURE]
+    job["plugins"] = {**plugins, "svc": [], "env": []}
+    job["tasks"] = [_task(spec, container, role) for role in roles]
+    return {"apiVersion": JOB_API, "kind": "Job", "metadata": metadata, "spec": job}
+
+
+def _task(spec: SubmitSpec, name: str, role: _Role) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name}
+    if spec.image:
+        container["image"] = spec.image
+    container["command"] = list(role.command)
+    if spec.env:
+        container["env"] = [{"name": k, "value": v} for k, v in dict(spec.env).items()]
+    if spec.working_dir:
+        container["workingDir"] = spec.working_dir
+    if resources := _resources(spec, gpus=role.gpus):
+        container["resources"] = resources
+    template: dict[str, Any] = {}
+    if spec.data:
+        _require(all(posixpath.isabs(d.source) for d in spec.data), "data sources must be absolute paths")
+        annotation = ",".join(f"{d.source}:{d.target}" for d in spec.data)
+        template["metadata"] = {"annotations": {DATA_ANNOTATION: annotation}}
+    template["spec"] = {"containers": [container], "restartPolicy": "Never"}
+    task: dict[str, Any] = {"name": role.task, "replicas": role.replicas}
+    if role.min_available is not None:
+        task["minAvailable"] = role.min_available
+    if role.completes_job:
+        task["policies"] = [dict(p) for p in _COMPLETE_JOB]
+    task["template"] = template
+    return task
+
+
+def _resources(spec: SubmitSpec, *, gpus: bool) -> dict[str, dict[str, str]]:
+    requests = {k: v for k, v in (("cpu", spec.cpu), ("memory", spec.memory)) if v}
+    out: dict[str, dict[str, str]] = {}
+    if gpus and spec.gpus:
+        requests[GPU] = str(spec.gpus)
+        out["limits"] = {GPU: str(spec.gpus)}
+    if requests:
+        out = {"requests": requests, **out}
+    return out
