@@ -1,0 +1,253 @@
+"""The shim: leader of a pod's process group, between the local executor and the user's command.
+
+The executor runs it as ``python -I shim.py POD_DIR ATTEMPT -- ARGV...`` in a new session, with
+stdin a pipe from the executor (the *gate*) and stdout/stderr appended to the pod's log. It
+
+1. waits at the gate for one JSON document ``{"env": {...}, "cwd": "..."}``; the executor sends it
+   only after proc.json is on disk, so EOF without it (the executor died or failed) starts nothing;
+2. starts ARGV as its child, in its own process group, with exactly that environment;
+3. forwards SIGTERM/SIGINT to the group and waits for the child;
+4. kills what is left of the group (as Kubernetes does when a container's main process ends) and
+   reaps it: it is a child subreaper, so orphans of the group come back to it;
+5. records the outcome atomically in ``POD_DIR/exit``: ``{"exit_code", "attempt", "finished_at"}``,
+   a death by signal N being 128+N as in a shell (137 for SIGKILL).
+
+Invariants: a user command runs only after its proc.json exists; an ``exit`` file for an attempt
+exists only once every other process of the group is gone, so it means the pod is over.
+
+It imports only the standard library and is run by path in isolated mode (-I), so the pod's
+environment (PYTHONPATH, PYTHONHOME, ...) can neither break nor hijack it and caldera need not be
+importable from the interpreter. For the same reason the on-disk formats and the /proc helpers
+the executor shares with it live here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+EXIT_FILE = "exit"
+FORWARDED = (signal.SIGTERM, signal.SIGINT)
+_KILL_ROUNDS = 10  # each round kills every member it saw; more rounds only catch forks in flight
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """The fields of /proc/<pid>/stat caldera needs."""
+
+    state: str  # R, S, D, Z (zombie), ...
+    pgrp: int
+    start_ticks: int  # field 22: start time since boot in clock ticks; with the pid, a process's identity
+
+    @property
+    def live(self) -> bool:
+        return self.state not in ("Z", "X")
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """The process's stat, or None if there is no process `pid`."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # comm (field 2) may hold spaces and parentheses: the fields that follow start after the last ')'.
+    rest = data[data.rindex(b")") + 2 :].split()
+    return ProcStat(state=rest[0].decode(), pgrp=int(rest[2]), start_ticks=int(rest[19]))
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group `pgid`."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []  # the common case, answered without scanning /proc
+    except PermissionError:
+        pass
+    members = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = proc_stat(int(name))
+            if st is not None and st.pgrp == pgid and st.live:
+                members.append(int(name))
+    return members
+
+
+def kill_group(pgid: int, *, spare: int | None = None, timeout: float = 10.0) -> bool:
+    """SIGKILL every live member of group `pgid` but `spare`, and wait until they are gone.
+
+    The caller must know the group is its own (its leader is alive, or the group is held by
+    members, so the number cannot have been reused). Returns False if some process survived
+    `timeout` seconds after SIGKILL (uninterruptible sleep).
+    """
+    for _ in range(_KILL_ROUNDS):
+        pids = [p for p in group_members(pgid) if p != spare]
+        if not pids:
+            return True
+        fds = []
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            st = proc_stat(pid)  # read after pinning the process: the pid may have changed hands since the scan
+            if st is None or st.pgrp != pgid:
+                os.close(fd)
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            fds.append(fd)
+        try:
+            if not wait_exited(fds, timeout):
+                return False
+        finally:
+            for fd in fds:
+                os.close(fd)
+    return not [p for p in group_members(pgid) if p != spare]
+
+
+def wait_exited(pidfds: list[int], timeout: float) -> bool:
+    """Wait until every process behind `pidfds` has exited; False if none did for `timeout` seconds."""
+    poller = select.poll()
+    for fd in pidfds:
+        poller.register(fd, select.POLLIN)
+    left = len(pidfds)
+    while left:
+        ready = poller.poll(timeout * 1000)
+        if not ready:
+            return False
+        for fd, _ in ready:
+            poller.unregister(fd)
+            left -= 1
+    return True
+
+
+def write_json_atomic(path: Path, data: dict[str, object]) -> None:
+    """Replace `path` with `data` so that a reader sees the old or the new document, never a part."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def exit_code_of(status: int) -> int:
+    """A wait status as a shell reports it: the exit code, or 128+N for a death by signal N."""
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+class _Forwarder:
+    """Signal handler: pass SIGTERM/SIGINT on to the whole group, at most once per signal received."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.spawning = False  # while the child is being created, a signal is held and sent after
+        self.held: int | None = None
+
+    def __call__(self, sig: int, frame: FrameType | None) -> None:
+        self.received = sig
+        if self.spawning:
+            self.held = sig
+        else:
+            self.forward(sig)
+
+    def forward(self, sig: int) -> None:
+        # Our own copy is discarded while ignored; handling it would forward it again, forever.
+        signal.signal(sig, signal.SIG_IGN)
+        try:
+            os.killpg(0, sig)
+        finally:
+            signal.signal(sig, self)
+
+
+def _become_subreaper() -> None:
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    # Best effort: without it, orphans go to init, which reaps them on an ordinary system.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+
+
+def _run(argv: list[str], order: dict[str, object], fwd: _Forwarder) -> int:
+    env = order.get("env")
+    cwd = order.get("cwd")
+    if not isinstance(env, dict) or not isinstance(cwd, str):
+        print("caldera: malformed start order from the executor", file=sys.stderr, flush=True)
+        return 126
+    # A signal handled before the fork would reach an empty group, and one handled after it by the
+    # handler and again here would arrive twice: from now until the child exists, signals are held.
+    fwd.spawning = True
+    if fwd.received is not None:
+        return 128 + fwd.received  # stopped before it started
+    try:
+        child = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True)
+    except OSError as e:
+        fwd.spawning = False
+        missing = isinstance(e, FileNotFoundError)
+        print(f"caldera: cannot start {argv[0]!r} in {cwd!r}: {e.strerror}", file=sys.stderr, flush=True)
+        return 127 if missing else 126
+    fwd.spawning = False
+    if fwd.held is not None:
+        fwd.forward(fwd.held)
+    rc = child.wait()
+    return 128 - rc if rc < 0 else rc
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main(args: list[str]) -> int:
+    if len(args) < 4 or args[2] != "--":
+        print("usage: shim.py POD_DIR ATTEMPT -- ARGV...", file=sys.stderr)
+        return 2
+    pod_dir, attempt, argv = Path(args[0]), int(args[1]), args[3:]
+    os.chdir(pod_dir)  # hold no directory of the daemon's
+    fwd = _Forwarder()
+    for sig in FORWARDED:
+        signal.signal(sig, fwd)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # the executor starts us with them blocked
+    _become_subreaper()
+    with os.fdopen(0, "rb") as gate:
+        raw = gate.read()
+    try:
+        order = json.loads(raw)
+    except ValueError:
+        order = None
+    if not isinstance(order, dict):
+        print("caldera: not started: the executor did not record this attempt", file=sys.stderr, flush=True)
+        return 1
+    code = _run(argv, order, fwd)
+    kill_group(os.getpgrp(), spare=os.getpid())
+    _reap_children()
+    # The shim runs apart from caldera (see the module docstring), so it reads the wall clock itself.
+    finished_at = time.time()  # noqa: TID251
+    write_json_atomic(pod_dir / EXIT_FILE, {"exit_code": code, "attempt": attempt, "finished_at": finished_at})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
