@@ -133,3 +133,24 @@ def test_drop_job() -> None:
     assert len(table.drop_job(KEY)) == 6
     assert [e.key for e in table.entries()] == ["default/other"]
     assert table.entries(KEY) == []
+
+
+def test_cancelled_and_replaced_entries_never_fire() -> None:
+    """Entries leave the table once; the heap behind `due` skips what was cancelled or replaced."""
+    table = DelayedActions()
+    table.add(KEY, "AbortJob", 10.0, pod_target("a"), event="PodPending")
+    table.add(KEY, "AbortJob", 20.0, pod_target("b"), event="PodPending")
+    table.add(KEY, "RestartJob", 30.0, pod_target("b"), event="PodFailed")  # replaces b's timer
+    assert table.cancel_scope(KEY, "AbortJob", Target()) != []  # a job-level action clears the job-level timers
+    assert (len(table), table.next_due()) == (0, None)
+    assert table.due(100.0) == []
+
+
+def test_many_jobs_fire_in_time_order() -> None:
+    table = DelayedActions()
+    for i in range(50):
+        table.add(f"default/job-{i}", "AbortJob", float(100 - i), pod_target("p"))
+    table.drop_job("default/job-0")
+    fired = table.due(1000.0)
+    assert [e.due for e in fired] == [float(t) for t in range(51, 100)]
+    assert len(table) == 0

@@ -162,3 +162,20 @@ def test_target_keeps_task_and_pod_whatever_the_scope() -> None:
 def test_command_carries_its_action() -> None:
     assert command("AbortJob") == Request(event="CommandIssued", action="AbortJob")
     assert target_for("AbortJob", command("AbortJob")) == JOB_TARGET
+
+
+def test_new_pods_raise_pod_pending_or_task_failed_in_one_pass() -> None:
+    """`requests_for_new_pods` agrees with `requests_for_pod_change` for each pod just added."""
+    from caldera.controller import requests_for_new_pods
+
+    job = job_with(replicas=3, max_retry=2)
+    pods = [make_pod_of(job, index=i, phase=POD_PENDING) for i in range(3)]
+    pods[0].status.phase, pods[0].status.restart_count = POD_RUNNING, 1
+    new = pods[1:]
+    assert [r.event for r in requests_for_new_pods(job, pods, new)] == ["PodPending", "PodPending"]
+    for pod in new:
+        (one,) = requests_for_pod_change(job, pods, None, pod, deleted=False)
+        assert one.event == "PodPending"
+    pods[0].status.restart_count = 2
+    assert [r.event for r in requests_for_new_pods(job, pods, new)] == ["TaskFailed", "TaskFailed"]
+    assert [r.pod for r in requests_for_new_pods(job, pods, new)] == ["job-worker-1", "job-worker-2"]

@@ -16,6 +16,7 @@ from caldera.controller import (
     execute,
     requests_for_pod_change,
     resolve,
+    scope_of,
     target_for,
 )
 from caldera.core.objects import (
@@ -77,7 +78,7 @@ def restart_cycle(h: Harness) -> list[str]:
 
 
 def test_max_retry_counts_retries_not_runs() -> None:
-    """maxRetry 3: three restarts run; the fourth failure makes the job Failed, with retryCount 4."""
+    """maxRetry 3: three restarts run; the fourth failure makes the job Failed at once, with retryCount 3."""
     h = Harness(make_job(tasks=[make_task(replicas=2)], policies=[RESTART_ON_FAILURE], max_retry=3))
     start(h)
     for retry in (1, 2, 3):
@@ -87,12 +88,28 @@ def test_max_retry_counts_retries_not_runs() -> None:
         assert restart_cycle(h) == [RESTARTING, PENDING, RUNNING]
         assert h.pod("job-worker-0").metadata.annotations[JOB_VERSION_KEY] == str(retry)
     assert fail_pod(h, "job-worker-0") == RESTART_JOB
-    assert h.job.status.retry_count == 4
+    assert (h.job.status.phase, h.job.status.retry_count, h.job.status.reason) == (FAILED, 3, "MaxRetry")
     assert h.plans[-1].kill == ("job-worker-1",)  # the refused restart keeps the failed pod for inspection
-    assert restart_cycle(h) == [RESTARTING, FAILED]
-    assert h.job.status.reason == "MaxRetry"
-    assert h.names == ["job-worker-0"]
     assert h.job.status.completion_time is not None
+    h.drain()
+    assert h.step(SYNC_JOB).phase == FAILED
+    assert h.names == ["job-worker-0"]
+    assert [c[0] for c in h.job.status.conditions][-2:] == [RUNNING, FAILED]  # no Restarting on the way
+
+
+@pytest.mark.parametrize("action", [RESTART_JOB, "RestartTask", "RestartPod"])
+def test_every_restart_is_refused_once_the_retries_are_used(action: str) -> None:
+    job = make_job(tasks=[make_task(replicas=2)], phase=RUNNING, retry_count=2, max_retry=2)
+    pods = make_pods(job, phases={"worker": [POD_FAILED, POD_RUNNING]})
+    target = Target(scope_of(action), task="worker", pod="job-worker-0")
+    plan = execute(job, pods, action, target, now=1.0, podgroup_phase=PG_INQUEUE)
+    assert (plan.phase, plan.retry_count, plan.kill, plan.delete_podgroup) == (FAILED, 2, ("job-worker-1",), True)
+
+
+def test_resume_is_refused_once_the_retries_are_used() -> None:
+    job = make_job(tasks=[make_task(replicas=2)], phase=ABORTED, retry_count=3, max_retry=3)
+    plan = execute(job, [], RESUME_JOB, JOB_TARGET, now=1.0, podgroup_phase="")
+    assert (plan.phase, plan.retry_count, plan.reason) == (FAILED, 3, "MaxRetry")
 
 
 def test_max_retry_zero_fails_on_first_failure() -> None:
@@ -100,8 +117,7 @@ def test_max_retry_zero_fails_on_first_failure() -> None:
     start(h)
     fail_pod(h, "job-worker-1")
     assert h.plans[-1].kill == ("job-worker-0",)
-    assert restart_cycle(h) == [RESTARTING, FAILED]
-    assert h.job.status.retry_count == 1
+    assert (h.job.status.phase, h.job.status.retry_count) == (FAILED, 0)
 
 
 def test_late_event_of_a_killed_pod_only_syncs() -> None:
@@ -249,7 +265,7 @@ def test_restart_that_will_be_refused_keeps_finished_pods() -> None:
     job = make_job(tasks=[make_task(replicas=3)], phase=RUNNING, retry_count=3, max_retry=3)
     pods = make_pods(job, phases={"worker": [POD_FAILED, POD_SUCCEEDED, POD_RUNNING]})
     plan = execute(job, pods, RESTART_JOB, JOB_TARGET, now=1.0, podgroup_phase=PG_INQUEUE)
-    assert (plan.kill, plan.retry_count) == (("job-worker-2",), 4)
+    assert (plan.phase, plan.kill, plan.retry_count) == (FAILED, ("job-worker-2",), 3)
 
 
 def test_pods_being_deleted_are_not_killed_again_and_count_as_terminating() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -26,11 +27,27 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(130)
+    except click.UsageError as e:
+        # Click prints usage, a hint and the error on three lines; scripts and people want one.
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        click.echo(f"caldera: error: {e.format_message()}{hint}", err=True)
+        sys.exit(2)
     except click.ClickException as e:
-        e.show()
+        click.echo(f"caldera: error: {e.format_message()}", err=True)
         sys.exit(2 if e.exit_code in (1, 2) else e.exit_code)
     except CalderaError as e:
         click.echo(f"caldera: error: {e}", err=True)
         sys.exit(2)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    except Exception as e:  # a bug, not a user error: still one line, the traceback only on request
+        if os.environ.get("CALDERA_DEBUG"):
+            raise
+        click.echo(
+            f"caldera: internal error: {type(e).__name__}: {e} (set CALDERA_DEBUG=1 for the traceback)", err=True
+        )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

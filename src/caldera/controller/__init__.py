@@ -40,15 +40,19 @@ from caldera.controller.events import (
     Request,
     Target,
     command,
+    requests_for_new_pods,
     requests_for_pod_change,
     requests_for_podgroup_change,
     scope_of,
     target_for,
+    task_failed,
+    task_restart_limit,
 )
 from caldera.controller.pods import make_pod, make_podgroup, min_resources, pod_name, podgroup_name, ttl_expired
 from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, resolve
 from caldera.controller.state import TRANSITIONS, Edge, Plan, Step, action_class, edge_for, execute
 from caldera.controller.status import PodCounts, build_status, job_status_counts
+from caldera.controller.ttl import TtlQueue
 
 __all__ = [
     "ABORT_JOB",
@@ -90,6 +94,7 @@ __all__ = [
     "Resolution",
     "Step",
     "Target",
+    "TtlQueue",
     "action_class",
     "build_status",
     "command",
@@ -101,10 +106,13 @@ __all__ = [
     "min_resources",
     "pod_name",
     "podgroup_name",
+    "requests_for_new_pods",
     "requests_for_pod_change",
     "requests_for_podgroup_change",
     "resolve",
     "scope_of",
     "target_for",
+    "task_failed",
+    "task_restart_limit",
     "ttl_expired",
 ]

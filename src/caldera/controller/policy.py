@@ -10,6 +10,7 @@ and an entry leaves the table exactly once: popped by `due`, or cancelled.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,20 +110,30 @@ class DelayedActions:
     `cancel_for_request`, then `resolve`; a delay goes to `add`, anything else is
     executed and, when not internal, followed by `cancel_scope`. Actions popped by
     `due` are executed as they are (no second resolution), then `cancel_scope`.
+
+    Entries are indexed by job (cancelling touches only that job's entries) and kept
+    in a heap by (due, seq) for `due` and `next_due`; a cancelled or replaced entry
+    stays in the heap until it reaches the top and is skipped there, so no operation
+    scans the whole table.
     """
 
-    __slots__ = ("_entries", "_seq")
+    __slots__ = ("_by_job", "_heap", "_seq", "_size")
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], DelayedAction] = {}
+        self._by_job: dict[str, dict[str, DelayedAction]] = {}  # job key → pod name → entry
+        self._heap: list[tuple[float, int, DelayedAction]] = []
         self._seq = 0
+        self._size = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return self._size
 
     def entries(self, key: str | None = None) -> list[DelayedAction]:
         """The pending actions (of job `key` only, if given), in firing order."""
-        found = [e for e in self._entries.values() if key is None or e.key == key]
+        if key is not None:
+            found = list(self._by_job.get(key, {}).values())
+        else:
+            found = [e for slots in self._by_job.values() for e in slots.values()]
         return sorted(found, key=lambda e: (e.due, e.seq))
 
     def add(
@@ -133,14 +144,28 @@ class DelayedActions:
         The same action already pending for the slot is kept with its earlier due time
         (a pod that stays Pending must not push its own timeout back); a different
         action replaces it."""
-        slot = (key, target.pod)
-        old = self._entries.get(slot)
+        slots = self._by_job.setdefault(key, {})
+        old = slots.get(target.pod)
         if old is not None and old.action == action:
             return old
         self._seq += 1
         entry = DelayedAction(key, action, due, target, event, pod_uid, self._seq)
-        self._entries[slot] = entry
+        if old is None:
+            self._size += 1
+        slots[target.pod] = entry
+        heapq.heappush(self._heap, (due, entry.seq, entry))
         return entry
+
+    def _remove(self, entry: DelayedAction) -> None:
+        slots = self._by_job[entry.key]
+        del slots[entry.target.pod]
+        if not slots:
+            del self._by_job[entry.key]
+        self._size -= 1
+
+    def _current(self, entry: DelayedAction) -> bool:
+        """Whether a heap item is still the pending entry of its slot (not cancelled or replaced)."""
+        return self._by_job.get(entry.key, {}).get(entry.target.pod) is entry
 
     def cancel_for_request(self, key: str, req: Request, pod_uid: str = "") -> list[DelayedAction]:
         """Cancel what a pod event makes moot (Volcano's CleanPodDelayActionsIfNeed).
@@ -150,8 +175,7 @@ class DelayedActions:
         PodFailed and PodEvicted timers: the pod recovered."""
         if req.event not in POD_EVENTS or req.event == POD_PENDING_EVENT:
             return []
-        slot = (key, req.pod)
-        entry = self._entries.get(slot)
+        entry = self._by_job.get(key, {}).get(req.pod)
         if entry is None:
             return []
         same_pod = not (pod_uid and entry.pod_uid) or pod_uid == entry.pod_uid
@@ -160,7 +184,7 @@ class DelayedActions:
         )
         if not cancel:
             return []
-        del self._entries[slot]
+        self._remove(entry)
         return [entry]
 
     def cancel_for_pod_phase(self, pod: Pod, new_phase: str, *, deleted: bool = False) -> list[DelayedAction]:
@@ -179,14 +203,14 @@ class DelayedActions:
             return []
         scope = scope_of(action)
         cancelled: list[DelayedAction] = []
-        for slot, entry in list(self._entries.items()):
-            if entry.key != key or scope_of(entry.action) != scope:
+        for entry in list(self._by_job.get(key, {}).values()):
+            if scope_of(entry.action) != scope:
                 continue
             if scope == TASK_SCOPE and entry.target.task != target.task:
                 continue
             if scope not in (JOB_SCOPE, TASK_SCOPE) and entry.target.pod != target.pod:
                 continue
-            del self._entries[slot]
+            self._remove(entry)
             cancelled.append(entry)
         return sorted(cancelled, key=lambda e: e.seq)
 
@@ -194,16 +218,27 @@ class DelayedActions:
         """Forget every delayed action of job `key` (the job is gone)."""
         dropped = self.entries(key)
         for entry in dropped:
-            del self._entries[(entry.key, entry.target.pod)]
+            self._remove(entry)
         return dropped
+
+    def _skip_stale(self) -> None:
+        heap = self._heap
+        while heap and not self._current(heap[0][2]):
+            heapq.heappop(heap)
 
     def due(self, now: float) -> list[DelayedAction]:
         """Pop the actions whose time has come, earliest first, ties in insertion order."""
-        ready = [e for e in self.entries() if e.due <= now]
-        for entry in ready:
-            del self._entries[(entry.key, entry.target.pod)]
+        ready: list[DelayedAction] = []
+        heap = self._heap
+        self._skip_stale()
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)[2]
+            self._remove(entry)
+            ready.append(entry)
+            self._skip_stale()
         return ready
 
     def next_due(self) -> float | None:
         """When the next action falls due, or None when nothing is pending."""
-        return min((e.due for e in self._entries.values()), default=None)
+        self._skip_stale()
+        return self._heap[0][0] if self._heap else None

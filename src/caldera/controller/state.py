@@ -13,12 +13,13 @@ already being deleted is never deleted again; the version goes up on every
 whole-job kill, so events of the pods it killed can no longer trigger policies.
 
 maxRetry counts retries, not runs (DESIGN.md): with maxRetry 3 a job is restarted
-three times and the failure that would need a fourth restart makes it Failed. Volcano
-fails on `retryCount ≥ maxRetry` after incrementing, which allows only maxRetry−1
-restarts; caldera fails on `retryCount > maxRetry`, so a job that failed for good
-shows retryCount = maxRetry + 1 (the refused restart). Volcano keeps Succeeded and
-Failed pods on the kill that leads to Failed, for inspection; caldera does the same,
-which with its count is the kill made at retryCount ≥ maxRetry.
+three times and the failure that would need a fourth restart makes it Failed at once,
+with retryCount 3: a restart is refused, not counted, once retryCount = maxRetry.
+(Volcano increments first and fails on `retryCount ≥ maxRetry` in Restarting, which
+allows only maxRetry−1 restarts.) The refusal applies to every row that costs a retry
+(RestartJob, RestartTask, RestartPod, ResumeJob), as Volcano's Restarting check does.
+Volcano keeps Succeeded and Failed pods on the kill that leads to Failed, for
+inspection; caldera does the same on the refused restart.
 """
 
 from __future__ import annotations
@@ -152,7 +153,9 @@ def _running_check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
 
 
 def _restarting_check(spec: JobSpec, c: PodCounts, retry: int) -> Step | None:
-    if retry > spec.max_retry:  # caldera: `>` where Volcano has `≥` (see the module docstring)
+    # Restarts beyond maxRetry are refused before they start (`execute`); this only catches a
+    # status written by another controller (Volcano's `≥` after incrementing allows one fewer).
+    if retry > spec.max_retry:
         return Step(FAILED, "MaxRetry", f"restart {retry} refused, maxRetry {spec.max_retry}")
     if spec.total_replicas - c.terminating >= spec.min_available:
         return Step(PENDING, "Restarted", f"restart {retry} of {spec.max_retry}")
@@ -208,6 +211,10 @@ TRANSITIONS: dict[tuple[str, str], Edge] = {
     (TERMINATED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
     (FAILED, ANY_ACTION): Edge(KILL_JOB, retain_finished=True),
 }
+
+# caldera: any row with retry=True, once the job has used its maxRetry retries, is replaced by this:
+# the restart is refused, the job fails at once, and its finished pods stay for inspection.
+REFUSED_RESTART = Edge(KILL_JOB, retain_finished=True, to=FAILED)
 
 
 def edge_for(phase: str, action: str) -> Edge:
@@ -314,22 +321,24 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
     old = job.status
     phase = old.phase if old.phase in JOB_PHASES else PENDING
     edge = edge_for(phase, action)
-    retry = old.retry_count + (1 if edge.retry else 0)
-    do = edge.do
-    if do == KILL_JOB and edge.sync_if_idle and not _live(pods):
-        do = SYNC
-    if do == KILL_TARGET and target.scope == PARTITION_SCOPE:
+    if edge.do == KILL_TARGET and target.scope == PARTITION_SCOPE:
         # caldera models no partition policy, so a partition is empty: Volcano then changes nothing.
         counts = job_status_counts(pods)
         status = build_status(job, counts, phase=phase, now=now, retry_count=old.retry_count, version=old.version)
         return Plan(status=status, previous_phase=old.phase, counts=counts)
+    refused = edge.retry and old.retry_count >= job.spec.max_retry
+    if refused:
+        edge = REFUSED_RESTART
+    retry = old.retry_count + (1 if edge.retry else 0)
+    do = edge.do
+    if do == KILL_JOB and edge.sync_if_idle and not _live(pods):
+        do = SYNC
 
     kill: tuple[str, ...] = ()
     create: tuple[tuple[str, int], ...] = ()
     whole_job_kill = do == KILL_JOB
     if do == KILL_JOB:
-        # Once the job's next restart would be refused, keep finished pods for inspection whatever the row says.
-        kill = _kill_job(pods, keep_finished=edge.retain_finished or old.retry_count >= job.spec.max_retry)
+        kill = _kill_job(pods, keep_finished=edge.retain_finished)
     elif do == KILL_TARGET:
         kill = _kill_target(pods, target)
     elif podgroup_phase not in ("", PG_PENDING):
@@ -337,7 +346,9 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
     counts = job_status_counts(pods, kill, create)
 
     step: Step | None = None
-    if edge.to is not None:
+    if refused:
+        step = Step(FAILED, "MaxRetry", f"{action} refused: {old.retry_count} of maxRetry {job.spec.max_retry} used")
+    elif edge.to is not None:
         step = Step(edge.to, action, f"{action} in {phase}")
     elif edge.check is not None:
         step = edge.check(job.spec, counts, retry)

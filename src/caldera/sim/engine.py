@@ -1,10 +1,19 @@
 """The simulation: the real control plane (controller + scheduler) on the fake executor and a virtual clock.
 
 Everything that happens is an entry in one time-ordered heap: job arrivals,
-faults, pod endings and the control plane's timers. At each instant all entries
-due are applied, then the control plane settles (reconciles and schedules until
-nothing changes); then the clock jumps to the next entry. Ties are broken by
-insertion order, so the same inputs give the same run, byte for byte.
+faults, user commands, pod endings and the control plane's timers. At each
+instant all entries due are applied, then the control plane settles (reconciles
+and schedules until nothing changes); then the clock jumps to the next entry.
+Ties are broken by insertion order, so the same inputs give the same run, byte
+for byte.
+
+The run ends when the heap is empty or at `until`. Without `until` it also ends
+once nothing can happen any more but pods restarting in place for ever
+(`restartPolicy: Always`, which Kubernetes gives a pod that names none): no
+arrival, fault, command or timer is left, and every pod still due to end will be
+restarted and has already used its task's restarts (so TaskFailed, the one event
+a restart can still raise, has already been acted on). A `SimulationStopped`
+event says so.
 """
 
 from __future__ import annotations
@@ -15,10 +24,11 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from caldera.backends.fake import FakeExecutor
+from caldera.controller import task_restart_limit
 from caldera.core import objects as o
 from caldera.core.errors import ValidationError
 from caldera.scheduler.scheduler import Scheduler
-from caldera.sim.inputs import Cluster, Fault, JobArrival, Workload
+from caldera.sim.inputs import Cluster, Command, Fault, JobArrival, Workload
 from caldera.system.control import ControlPlane
 from caldera.utils.clock import ManualClock
 
@@ -35,6 +45,9 @@ class Simulation:
     _heap: list[tuple[float, int, Callable[[], None]]] = field(default_factory=list)
     _seq: count[int] = field(default_factory=count)
     _arrivals: dict[str, JobArrival] = field(default_factory=dict)
+    _jobs: dict[str, o.Job] = field(default_factory=dict)  # every admitted job, kept after it is deleted
+    _inputs_left: int = 0  # arrivals, faults and commands not yet applied
+    _events_seen: int = 0
     _wake_at: set[float] = field(default_factory=set)
     executor: FakeExecutor = field(init=False)
 
@@ -48,12 +61,23 @@ class Simulation:
             self.plane.add_queue(q)
         self.plane.add_nodes(list(self.cluster.nodes))
         for arrival in self.workload.jobs:
-            self.schedule(arrival.submit_time, lambda a=arrival: self._submit(a))  # type: ignore[misc]
+            self._input(arrival.submit_time, lambda a=arrival: self._submit(a))  # type: ignore[misc]
         for fault in self.workload.faults:
-            self.schedule(fault.time, lambda f=fault: self._fault(f))  # type: ignore[misc]
+            self._input(fault.time, lambda f=fault: self._fault(f))  # type: ignore[misc]
+        for cmd in self.workload.commands:
+            self._input(cmd.time, lambda c=cmd: self._command(c))  # type: ignore[misc]
 
     def schedule(self, time: float, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (time, next(self._seq), fn))
+
+    def _input(self, time: float, fn: Callable[[], None]) -> None:
+        self._inputs_left += 1
+
+        def apply() -> None:
+            self._inputs_left -= 1
+            fn()
+
+        self.schedule(time, apply)
 
     def run(self) -> ControlPlane:
         heap = self._heap
@@ -66,9 +90,17 @@ class Simulation:
                 heapq.heappop(heap)[2]()
                 if not heap or heap[0][0] > t:
                     self.plane.settle()
-            if t in self._wake_at:
-                self._wake_at.discard(t)
+            self._wake_at.discard(t)
             self._arm_timers()
+            if self.until is None and self._only_restart_loops_left():
+                self.plane.record(
+                    "SimulationStopped",
+                    "simulation",
+                    reason="RestartLoop",
+                    message="nothing left to happen but pods restarting in place; pass --until to run on",
+                    namespace="",
+                )
+                break
         if self.until is not None and self.clock.now() < self.until:
             self.clock.set(self.until)
         return self.plane
@@ -78,6 +110,35 @@ class Simulation:
         if wake is not None and wake not in self._wake_at:
             self._wake_at.add(wake)
             self.schedule(max(wake, self.clock.now()), self.plane.expire_ttls)
+
+    def _only_restart_loops_left(self) -> bool:
+        """Whether the run could only go on restarting pods in place (see the module docstring)."""
+        events = self.plane.events
+        restarted = any(e.kind == "PodRestart" for e in events[self._events_seen :])
+        self._events_seen = len(events)
+        # Checked only where a restart happened: a run without restarts ends by itself.
+        if not restarted or self._inputs_left or self.plane.next_wakeup() is not None:
+            return False
+        restarts: dict[tuple[str, str], int] = {}
+        for pod in self.plane.pods.values():
+            if pod.status.phase in (o.POD_PENDING, o.POD_RUNNING):
+                slot = (pod.job_key, pod.task)
+                restarts[slot] = restarts.get(slot, 0) + pod.status.restart_count
+        looping = False
+        for key in self.plane.running:
+            pod = self.plane.pods[key]
+            duration, code = self._run_of(pod)
+            if duration is None:
+                continue  # runs until killed: nothing will come of it
+            policy = pod.spec.restart_policy
+            if not (policy == "Always" or (policy == "OnFailure" and code != 0)):
+                return False  # it will end for good, and its job will react
+            job = self.plane.jobs.get(pod.job_key)
+            limit = task_restart_limit(job, pod.task) if job is not None else None
+            if limit is not None and restarts.get((pod.job_key, pod.task), 0) < limit:
+                return False  # a restart may still raise TaskFailed
+            looping = True
+        return looping  # else the heap runs dry by itself
 
     def _submit(self, arrival: JobArrival) -> None:
         job = arrival.job
@@ -96,24 +157,39 @@ class Simulation:
             self.rejected.append((arrival, e.one_line()))
             return
         self._arrivals[job.key] = arrival
+        self._jobs[job.key] = job
 
     def _fault(self, fault: Fault) -> None:
         if fault.node:
             self.plane.node_down(fault.node)
             return
-        key = fault.pod if "/" in fault.pod else f"default/{fault.pod}"
-        if key not in self.plane.pods:
-            return
-        if fault.evict:
-            self.plane.evict(key, "Evicted", "evicted by a fault")
-        elif fault.exit_code is not None and key in self.plane.running:
-            self.executor.kill(key, fault.exit_code)
+        pod = self.plane.pods.get(fault.pod)
+        if pod is None or pod.deletion_timestamp is not None:
+            self._fault_ignored(fault, "the pod does not exist (any more) or is being deleted")
+        elif fault.evict:
+            self.plane.evict(fault.pod, "Evicted", "evicted by a fault")
+        elif fault.exit_code is not None:
+            if fault.pod in self.plane.running:
+                self.executor.kill(fault.pod, fault.exit_code)
+            else:
+                self._fault_ignored(fault, f"the pod is {pod.status.phase}, not running")
+
+    def _fault_ignored(self, fault: Fault, why: str) -> None:
+        ns, _, name = fault.pod.rpartition("/")
+        self.plane.record("FaultIgnored", name, reason="NotApplicable", message=why, namespace=ns)
+
+    def _command(self, cmd: Command) -> None:
+        self.plane.command(cmd.job, cmd.action)
 
     def _run_of(self, pod: o.Pod) -> tuple[float | None, int]:
-        arrival = self._arrivals.get(f"{pod.metadata.namespace}/{pod.job}")
+        arrival = self._arrivals.get(pod.job_key)
         if arrival is None:
             return None, 0
         return arrival.run_of(pod.task)
 
     def arrival(self, job_key: str) -> JobArrival | None:
         return self._arrivals.get(job_key)
+
+    def job(self, job_key: str) -> o.Job | None:
+        """The job as it was admitted and as it last was: also after a TTL deleted it."""
+        return self._jobs.get(job_key)

@@ -2,8 +2,11 @@
 
 A job's startTime is when its minAvailable-th pod was running (null if never);
 endTime is when it reached Completed, Failed or Terminated; JCT = endTime −
-submitTime. A pod appears once per attempt. gpuUtilization is the GPU-seconds
-pods held over (cluster GPUs × makespan), makespan = last end − first submit.
+submitTime. A job admission refused is listed with phase Rejected; a job whose
+submitTime the clock has not reached (`--until`) is not listed. A job a TTL
+deleted is listed as it last was. A pod appears once per attempt.
+gpuUtilization is the GPU-seconds pods held over (cluster GPUs × makespan),
+makespan = last end − first submit.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 from caldera.core import objects as o
 from caldera.core.resources import GPU
 from caldera.sim.engine import Simulation
-from caldera.system.control import PodAttempt
+from caldera.sim.inputs import JobArrival
+from caldera.system.history import PodAttempt
 
 FINISHED = (o.COMPLETED, o.FAILED, o.TERMINATED)
 
@@ -59,11 +63,18 @@ def build(sim: Simulation) -> dict[str, Any]:
     by_job: dict[str, list[PodAttempt]] = {}
     for a in attempts:
         by_job.setdefault(f"{a.namespace}/{a.job}", []).append(a)
-    phases: dict[tuple[str, str], list[tuple[float, str]]] = {}
-    for e in plane.events:
-        if e.kind == "JobPhase":
-            phases.setdefault((e.namespace, e.object), []).append((e.time, e.reason))
-    jobs = [_job_row(sim, a.job, by_job.get(a.job.key, []), phases) for a in sim.workload.jobs]
+    rejected = {a.job.key: a for a, _ in sim.rejected}
+    jobs: list[JobRow] = []
+    for arrival in sim.workload.jobs:
+        key = arrival.job.key
+        job = sim.job(key)
+        if job is not None:
+            jobs.append(_job_row(arrival, job, by_job.get(key, [])))
+        elif key in rejected:
+            spec = arrival.job
+            jobs.append(
+                JobRow(spec.name, spec.namespace, spec.spec.queue, arrival.submit_time, None, None, "Rejected", 0)
+            )
     pods = sorted(
         attempts, key=lambda a: (a.start if a.start is not None else math.inf, a.namespace, a.name, a.attempt)
     )
@@ -102,28 +113,17 @@ def build(sim: Simulation) -> dict[str, Any]:
     }
 
 
-def _job_row(
-    sim: Simulation, job: o.Job, attempts: list[PodAttempt], phases: dict[tuple[str, str], list[tuple[float, str]]]
-) -> JobRow:
-    arrival = sim.arrival(job.key)
-    live = sim.plane.jobs.get(job.key)
-    rejected = next((a for a, _ in sim.rejected if a.job is job), None)
-    submit = arrival.submit_time if arrival else (rejected.submit_time if rejected else 0.0)
-    if live is None and arrival is None:
-        return JobRow(job.name, job.namespace, job.spec.queue, submit, None, None, "Rejected", 0)
-    history = phases.get((job.namespace, job.name), [])
-    end = history[-1][0] if history and history[-1][1] in FINISHED else None
-    phase = live.status.phase if live is not None else (history[-1][1] if history else o.PENDING)
-    retry = live.status.retry_count if live is not None else 0
+def _job_row(arrival: JobArrival, job: o.Job, attempts: list[PodAttempt]) -> JobRow:
+    status = job.status
     return JobRow(
         job.name,
         job.namespace,
         job.spec.queue,
-        submit,
+        arrival.submit_time,
         _start_time(attempts, job.spec.min_available),
-        end,
-        phase,
-        retry,
+        status.completion_time if status.phase in FINISHED else None,
+        status.phase,
+        status.retry_count,
     )
 
 

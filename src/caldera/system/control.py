@@ -8,15 +8,17 @@ what watches the objects change. The flow of one change, as in Kubernetes:
 
 `settle()` runs that loop until nothing is left to do at the current time.
 Invariants: a pod is bound at most once per incarnation; a pod the controller or
-the scheduler asked to stop is removed only when the executor says it stopped;
-a deletion the controller did not ask for is reported to the job as PodEvicted.
+the scheduler asked to stop is removed only when the executor says it stopped,
+and until then it holds its node's resources in the scheduler's view (also when
+its PodGroup was deleted: the group leaves the scheduler with its last pod); a
+deletion the controller did not ask for is reported to the job as PodEvicted.
+Timed work (delayed actions, TTLs) sits in heaps, so no step scans every job.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Protocol
 
 from caldera.controller import (
@@ -25,22 +27,25 @@ from caldera.controller import (
     execute,
     make_pod,
     make_podgroup,
+    requests_for_new_pods,
     requests_for_pod_change,
     requests_for_podgroup_change,
     resolve,
     target_for,
-    ttl_expired,
 )
 from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, Target
+from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
-from caldera.core.errors import ValidationError
+from caldera.core.errors import FieldError, ValidationError
 from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.session import CycleResult
-from caldera.scheduler.state import ClusterState
+from caldera.scheduler.state import OCCUPYING, ClusterState
+from caldera.system.history import Attempts, PodAttempt
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
+EVICTION_KINDS = {"Preempt": "Preempt", "Reclaim": "Reclaim"}  # scheduler reasons with an event kind of their own
 
 
 class Executor(Protocol):
@@ -51,23 +56,6 @@ class Executor(Protocol):
     def stop(self, pod: o.Pod) -> None:
         """Stop the pod's process (idempotent); call `pod_stopped` when it is gone."""
         ...
-
-
-@dataclass(slots=True)
-class PodAttempt:
-    """One run of a pod: a pod restarted in place or re-created is a new attempt."""
-
-    name: str
-    namespace: str
-    job: str
-    task: str
-    attempt: int
-    node: str = ""
-    start: float | None = None
-    end: float | None = None
-    phase: str = o.POD_PENDING
-    exit_code: int | None = None
-    resources: Mapping[str, float] | None = None
 
 
 class ControlPlane:
@@ -85,13 +73,15 @@ class ControlPlane:
         self.job_pods: dict[str, dict[str, o.Pod]] = {}  # job key → pod name → pod
         self.delayed = DelayedActions()
         self.events: list[o.Event] = []
-        self.attempts: list[PodAttempt] = []  # finished attempts, in the order they ended
-        self.running: dict[str, PodAttempt] = {}  # pod key → the attempt in progress
-        self._attempt_no: dict[str, int] = {}
+        self.history = Attempts()
+        self.attempts: list[PodAttempt] = self.history.finished  # ended attempts, in the order they ended
+        self.running: dict[str, PodAttempt] = self.history.running  # pod key → the attempt in progress
         self._requests: deque[tuple[str, Request]] = deque()
         self._stopping: set[str] = set()  # pods the control plane asked to stop (not evictions by others)
         self._dirty = True  # something changed since the last scheduling cycle
-        self._ttl_jobs: set[str] = set()  # jobs with a ttlSecondsAfterFinished
+        self.ttl = TtlQueue()  # finished jobs to delete later
+        # job key → key of its PodGroup, deleted while pods of the job still release resources
+        self._released: dict[str, str] = {}
         self._uid = 0
         self.on_event: Callable[[o.Event], None] | None = None
 
@@ -123,7 +113,7 @@ class ControlPlane:
         if errors:
             raise ValidationError(errors, f"job {job.name}")
         if job.key in self.jobs:
-            raise ValidationError([], f"job {job.key} already exists")
+            raise ValidationError([FieldError("metadata.name", f"job {job.key} already exists")], f"job {job.name}")
         self._uid += 1
         now = self.clock.now()
         job.metadata.uid = job.metadata.uid or f"{self._uid:08x}"
@@ -131,31 +121,37 @@ class ControlPlane:
         job.status = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         self.jobs[job.key] = job
         self.job_pods[job.key] = {}
-        if job.spec.ttl_seconds_after_finished is not None:
-            self._ttl_jobs.add(job.key)
-        self._record("JobPhase", job.name, reason=o.PENDING, message="submitted", ns=job.namespace)
+        self.record("JobPhase", job.name, reason=o.PENDING, message="submitted", namespace=job.namespace)
         self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
 
     def command(self, job_key: str, action: str) -> None:
         """A user's command (AbortJob, ResumeJob, ...), as vcctl's Command objects."""
+        job = self.jobs.get(job_key)
+        ns, _, name = job_key.rpartition("/")
+        self.record("Command", name, reason=action, message="" if job else "no such job", namespace=ns or "default")
         self._request(job_key, Request(event="CommandIssued", action=action))
+
+    def is_stopping(self, key: str) -> bool:
+        """Whether the control plane asked this pod to stop (its end is a deletion, not an exit)."""
+        return key in self._stopping
 
     # ------------------------------------------------------------ from the executor
 
     def pod_exited(self, key: str, exit_code: int) -> None:
         """The pod's process ended on its own; restart it in place if its restartPolicy says so."""
         pod = self.pods.get(key)
-        if pod is None or pod.finished or key in self._stopping:
+        # A pod being deleted is going anyway: its exit is not restarted nor reported as a phase.
+        if pod is None or pod.finished or key in self._stopping or pod.deletion_timestamp is not None:
             return
         policy = pod.spec.restart_policy
         restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
-        self._end_attempt(pod, phase, exit_code)
+        self.history.end(key, phase, exit_code, self.clock.now())
         if restart:
             pod.status.restart_count += 1
             pod.status.exit_code = exit_code
-            self._record("PodRestart", pod.name, pod.node_name, "Restarted", f"exit code {exit_code}", pod.namespace)
-            self._begin_attempt(pod, pod.node_name)
+            self.record("PodRestart", pod.name, pod.node_name, "Restarted", f"exit code {exit_code}", pod.namespace)
+            self.history.begin(pod, pod.node_name, self.clock.now())
             self.executor.start(pod, self.nodes[pod.node_name])
             self._pod_changed(pod, o.POD_RUNNING)
             return
@@ -163,7 +159,7 @@ class ControlPlane:
         pod.status.phase = phase
         pod.status.exit_code = exit_code
         pod.status.finish_time = self.clock.now()
-        self._record("PodPhase", pod.name, pod.node_name, phase, f"exit code {exit_code}", pod.namespace)
+        self.record("PodPhase", pod.name, pod.node_name, phase, f"exit code {exit_code}", pod.namespace)
         self._pod_changed(pod, old)
 
     def pod_stopped(self, key: str) -> None:
@@ -173,16 +169,18 @@ class ControlPlane:
             return
         asked = key in self._stopping
         self._stopping.discard(key)
-        if key in self.running:
-            self._end_attempt(pod, o.POD_FAILED if not pod.finished else pod.status.phase, 143)
+        # A run cut short ends as a SIGTERM'd process does: Failed, 143.
+        self.history.end(key, o.POD_FAILED, 143, self.clock.now())
         del self.pods[key]
-        self.job_pods.get(f"{pod.metadata.namespace}/{pod.job}", {}).pop(pod.name, None)
+        job_key = f"{pod.metadata.namespace}/{pod.job}"
+        self.job_pods.get(job_key, {}).pop(pod.name, None)
         self.state.remove_task(key)
         self._dirty = True
-        job = self.jobs.get(f"{pod.metadata.namespace}/{pod.job}")
-        if job is None:
+        self._release_podgroup(job_key)
+        self.record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
+        job = self.jobs.get(job_key)
+        if job is None:  # deleted with its job
             return
-        self._record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
         self._forget_if_done(job)
         pods = list(self.job_pods[job.key].values())
         for req in requests_for_pod_change(job, pods, pod.status.phase, pod, deleted=not asked):
@@ -190,14 +188,14 @@ class ControlPlane:
         if asked:
             self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
 
-    def evict(self, key: str, reason: str = "Evicted", message: str = "") -> None:
+    def evict(self, key: str, reason: str = "Evicted", message: str = "", kind: str = "Evict") -> None:
         """Someone other than the controller deletes the pod (a fault, a node drain, the scheduler)."""
         pod = self.pods.get(key)
         if pod is None or pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
         self.state.set_pod(pod, self._pg_key(pod))
-        self._record("Evict", pod.name, pod.node_name, reason, message, pod.namespace)
+        self.record(kind, pod.name, pod.node_name, reason, message, pod.namespace)
         self.executor.stop(pod)
 
     def node_down(self, name: str) -> None:
@@ -206,7 +204,7 @@ class ControlPlane:
             return
         node.ready = False
         self.state.set_node(node)
-        self._record("NodeDown", name, name, "NodeLost", "", "")
+        self.record("NodeDown", name, name, "NodeLost", "", "")
         for pod in [p for p in self.pods.values() if p.node_name == name]:
             self.evict(pod.key, "NodeLost", f"node {name} was lost")
         self._dirty = True
@@ -232,18 +230,13 @@ class ControlPlane:
 
     def next_wakeup(self) -> float | None:
         """When timed work (delayed actions, TTLs) is next due."""
-        times = [t for t in (self.delayed.next_due(), self._next_ttl()) if t is not None]
+        times = [t for t in (self.delayed.next_due(), self.ttl.next_due(self.jobs)) if t is not None]
         return min(times) if times else None
 
     def expire_ttls(self) -> None:
-        now = self.clock.now()
-        for key in sorted(self._ttl_jobs):
-            job = self.jobs.get(key)
-            if job is None:
-                self._ttl_jobs.discard(key)
-            elif ttl_expired(job, now):
-                self._ttl_jobs.discard(key)
-                self.delete_job(key)
+        """Delete the finished jobs whose ttlSecondsAfterFinished has passed, earliest first."""
+        for key in self.ttl.due(self.clock.now(), self.jobs):
+            self.delete_job(key)
 
     def delete_job(self, key: str) -> None:
         job = self.jobs.pop(key, None)
@@ -254,8 +247,8 @@ class ControlPlane:
             self._kill(pod)
         pg = self.podgroups.pop(key, None)
         if pg is not None:
-            self.state.remove_podgroup(pg.key)
-        self._record("JobDeleted", job.name, reason="Deleted", ns=job.namespace)
+            self._drop_podgroup(key, pg)
+        self.record("JobDeleted", job.name, reason="Deleted", namespace=job.namespace)
         self._dirty = True
 
     # ------------------------------------------------------------ controller
@@ -294,20 +287,28 @@ class ControlPlane:
         old_phase = job.status.phase
         job.status = plan.status
         if plan.status.phase != old_phase:
-            self._record("JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, ns=job.namespace)
+            self.record(
+                "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
+            )
+            if plan.finished:
+                self.ttl.watch(job)
+            # Volcano's job handler re-syncs a job whose phase changed: what moves a Restarting job
+            # whose pods were all gone already (evicted, preempted) on to Pending.
+            self._request(key, Request(event=OUT_OF_SYNC_EVENT))
         for name in plan.kill:
             pod = self.job_pods[key].get(name)
             if pod is not None:
                 self._kill(pod)
         if plan.delete_podgroup and pg is not None:
-            self.state.remove_podgroup(pg.key)
             del self.podgroups[key]
+            self._drop_podgroup(key, pg)
             pg = None
         if plan.sync_podgroup and pg is None and job.status.phase not in o.FINISHED_JOB_PHASES:
             pg = make_podgroup(job, now)
             self.podgroups[key] = pg
             self.state.set_podgroup(pg)
             self._dirty = True
+        created: list[o.Pod] = []
         for task_name, index in plan.create:
             task = job.spec.task(task_name)
             if task is None:
@@ -321,9 +322,38 @@ class ControlPlane:
             if pg is not None:
                 self.state.set_pod(pod, pg.key)
             self._dirty = True
+            created.append(pod)
+        if created:
+            # Volcano's pod handler raises PodPending for every pod added: what starts a PodPending timeout.
+            for req in requests_for_new_pods(job, list(self.job_pods[key].values()), created):
+                self._request(key, req)
         if action not in INTERNAL_ACTIONS:
             self.delayed.cancel_scope(key, action, target)
         self._forget_if_done(job)
+
+    def _drop_podgroup(self, job_key: str, pg: o.PodGroup) -> None:
+        """Take a deleted PodGroup out of the scheduler, once none of its pods holds a node any more.
+
+        Pods being killed keep their resources (as Releasing) until the executor says they
+        stopped; dropping the group at once would hand those resources out twice."""
+        info = self.state.jobs.get(pg.key)
+        if info is not None and info.count(OCCUPYING) > 0:
+            self._released[job_key] = pg.key
+        else:
+            self.state.remove_podgroup(pg.key)
+
+    def _release_podgroup(self, job_key: str) -> None:
+        """After a pod of the job left: finish a deferred `_drop_podgroup` if it was the last one on a node."""
+        pg_key = self._released.get(job_key)
+        if pg_key is None:
+            return
+        info = self.state.jobs.get(pg_key)
+        if info is not None and info.count(OCCUPYING) > 0:
+            return
+        del self._released[job_key]
+        current = self.podgroups.get(job_key)
+        if current is None or current.key != pg_key:  # a re-created group of the same name took the entry over
+            self.state.remove_podgroup(pg_key)
 
     def _forget_if_done(self, job: o.Job) -> None:
         """A finished job none of whose pods still runs is no longer the scheduler's business."""
@@ -374,25 +404,29 @@ class ControlPlane:
             pg.phase = update.phase
             pg.conditions = list(update.conditions)
             if old != update.phase:
-                self._record("PodGroupPhase", pg.metadata.name, reason=update.phase, ns=pg.metadata.namespace)
+                self.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
             cond = update.conditions[-1] if update.conditions else None
             if cond is not None and cond.type == "Unschedulable" and cond.last_transition_time == self.clock.now():
-                self._record(
-                    "Unschedulable", update.job, reason=cond.reason, message=cond.message, ns=pg.metadata.namespace
+                self.record(
+                    "Unschedulable",
+                    update.job,
+                    reason=cond.reason,
+                    message=cond.message,
+                    namespace=pg.metadata.namespace,
                 )
             for req in requests_for_podgroup_change(old, update.phase):
                 self._request(job_key, req)
         for ev in result.evictions:
             pod = self.pods.get(ev.pod)
             if pod is not None:
-                self.evict(ev.pod, ev.reason, ev.message)
+                self.evict(ev.pod, ev.reason, ev.message, kind=EVICTION_KINDS.get(ev.reason, "Evict"))
         for bind in result.binds:
             pod = self.pods.get(bind.pod)
             if pod is None or pod.node_name or pod.deletion_timestamp is not None:
                 continue
             pod.node_name = bind.node
-            self._record("Bind", pod.name, bind.node, ns=pod.metadata.namespace)
-            self._begin_attempt(pod, bind.node)
+            self.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
+            self.history.begin(pod, bind.node, self.clock.now())
             old = pod.status.phase
             pod.status.phase = o.POD_RUNNING
             pod.status.start_time = self.clock.now()
@@ -403,43 +437,13 @@ class ControlPlane:
 
     def attempts_of(self, pod_key: str) -> int:
         """How many attempts the pod of this name has had (the next attempt's number)."""
-        return self._attempt_no.get(pod_key, -1) + 1
+        return self.history.next_number(pod_key)
 
-    def _begin_attempt(self, pod: o.Pod, node: str) -> None:
-        n = self._attempt_no.get(pod.key, -1) + 1
-        self._attempt_no[pod.key] = n
-        self.running[pod.key] = PodAttempt(
-            pod.name,
-            pod.metadata.namespace,
-            pod.job,
-            pod.task,
-            n,
-            node,
-            self.clock.now(),
-            None,
-            o.POD_RUNNING,
-            None,
-            pod.spec.requests(),
-        )
-
-    def _end_attempt(self, pod: o.Pod, phase: str, exit_code: int | None) -> None:
-        att = self.running.pop(pod.key, None)
-        if att is None:
-            return
-        self.attempts.append(replace(att, end=self.clock.now(), phase=phase, exit_code=exit_code))
-
-    def _record(
-        self, kind: str, obj: str, node: str = "", reason: str = "", message: str = "", ns: str = "default"
+    def record(
+        self, kind: str, obj: str, node: str = "", reason: str = "", message: str = "", namespace: str = "default"
     ) -> None:
-        ev = o.Event(self.clock.now(), kind, obj, node, reason, message, ns)
+        """Record an event (also what is seen from outside: a fault, a process the executor lost)."""
+        ev = o.Event(self.clock.now(), kind, obj, node, reason, message, namespace)
         self.events.append(ev)
         if self.on_event is not None:
             self.on_event(ev)
-
-    def _next_ttl(self) -> float | None:
-        due = [
-            (j.status.completion_time or j.status.last_transition_time) + (j.spec.ttl_seconds_after_finished or 0)
-            for j in (self.jobs.get(k) for k in self._ttl_jobs)
-            if j is not None and j.status.phase in o.FINISHED_JOB_PHASES
-        ]
-        return min(due) if due else None
