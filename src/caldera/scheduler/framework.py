@@ -13,6 +13,7 @@ Volcano's aggregation rules:
 | vote      | Permit=1 / Abstain=0 / Reject=-1: any Reject → False; a tier with a Permit → True; else True |
 | starving  | the first tier with any implementation decides (AND within it); none: True        |
 | intersect | victims: intersect within a tier; the first tier with an answer wins; none: []    |
+| filter    | victims: every plugin narrows the list in turn, whatever the tiers (hard limits)  |
 | mask      | node masks ANDed; each failing mask carries the reason the nodes were rejected    |
 | sum       | node scores added                                                                 |
 | each      | every plugin is called for its effect                                             |
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -103,6 +104,15 @@ def _intersect(tiers: Tiers, args: tuple[object, ...]) -> list[TaskInfo]:
     return []
 
 
+def _filter(tiers: Tiers, args: tuple[object, ...]) -> list[TaskInfo]:
+    evictor, candidates = args
+    victims = cast("list[TaskInfo]", candidates)
+    for tier in tiers:
+        for hook in tier:
+            victims = hook(evictor, victims)
+    return list(victims)
+
+
 def _mask(tiers: Tiers, args: tuple[object, ...]) -> list[Rejection]:
     out: list[Rejection] = []
     for tier in tiers:
@@ -151,6 +161,10 @@ ALLOCATABLE: Point[bool] = Point("allocatable", _all, "enabledAllocatable")
 PREEMPTIVE: Point[bool] = Point("preemptive", _all, "enablePreemptive")
 PREEMPTABLE: Point[list[TaskInfo]] = Point("preemptable", _intersect, "enablePreemptable")
 RECLAIMABLE: Point[list[TaskInfo]] = Point("reclaimable", _intersect, "enableReclaimable")
+# The queue plugins' deserved shares bound what reclaim may take from each queue. Not a tiered vote: with
+# conformance answering in the first tier, a vote in a later tier would never be asked (the reclaim
+# ping-pong of volcano#561 and #3869, queues at their share taking turns to evict each other).
+RECLAIM_LIMIT: Point[list[TaskInfo]] = Point("reclaim_limit", _filter, "enableReclaimable")
 PREDICATE: Point[list[Rejection]] = Point("predicate", _mask, "enablePredicate")
 NODE_ORDER: Point[Scores | None] = Point("node_order", _sum, "enableNodeOrder")
 ON_ALLOCATE: Point[None] = Point("on_allocate", _each)
@@ -173,6 +187,7 @@ POINTS: tuple[Point[Any], ...] = (
     PREEMPTIVE,
     PREEMPTABLE,
     RECLAIMABLE,
+    RECLAIM_LIMIT,
     PREDICATE,
     NODE_ORDER,
     ON_ALLOCATE,

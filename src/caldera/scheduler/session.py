@@ -169,21 +169,25 @@ class Session:
         n = len(s.node_names)
         if task.unknown_resource:
             return f"0/{n} nodes are available: {n} Insufficient {task.unknown_resource}."
+        # As kube-scheduler: a node counts once, under the first filter that rejects it, except that
+        # resource fit names every resource the node lacks.
         counts: dict[str, int] = {}
+        left = s.schedulable.copy()
         down = ~s.schedulable
         if down.any():
             counts["node(s) were unschedulable"] = int(down.sum())
         for r in self.static_rejections(task):
-            bad = int((~r.mask & s.schedulable).sum())
+            bad = int((~r.mask & left).sum())
+            left &= r.mask
             if bad:
                 counts[r.reason] = counts.get(r.reason, 0) + bad
         free = self.free(future=False)
         for d in np.flatnonzero(task.req):
-            bad = int(((free[d] < task.req[d]) & s.schedulable).sum())
+            bad = int(((free[d] < task.req[d]) & left).sum())
             if bad:
                 name = "Too many pods" if s.resources[d] == "pods" else f"Insufficient {s.resources[d]}"
                 counts[name] = bad
-        reasons = ", ".join(f"{c} {r}" for r, c in sorted(counts.items()))
+        reasons = ", ".join(sorted(f"{c} {r}" for r, c in counts.items()))  # sorted as kube-scheduler sorts them
         return f"0/{n} nodes are available: {reasons}." if reasons else f"0/{n} nodes are available."
 
     # ------------------------------------------------------------ closing

@@ -101,7 +101,7 @@ class JobInfo:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # by pod key
     pg_conditions: list[o.PodGroupCondition] = field(default_factory=list)
     failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
-    preempt_failed_at: int = -1  # the same for preempt and reclaim
+    evict_failed_at: dict[str, int] = field(default_factory=dict)  # the same, per eviction (Preempt, Reclaim)
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition
     inqueue_since: float | None = None
     counts: dict[TaskStatus, int] = field(default_factory=dict)  # tasks by status, kept by ClusterState
@@ -383,7 +383,8 @@ class ClusterState:
         self._index_phase(job)
         job.annotations = dict(pg.metadata.annotations)
         job.pg_conditions = list(pg.conditions)
-        job.failed_at = job.preempt_failed_at = -1
+        job.failed_at = -1
+        job.evict_failed_at.clear()
         self._set_inqueue(job, pg.phase == o.PG_INQUEUE)
         return job
 
@@ -457,7 +458,8 @@ class ClusterState:
             )
             self.tasks[pod.key] = task
             job.tasks[pod.key] = task
-            job.failed_at = job.preempt_failed_at = -1
+            job.failed_at = -1
+            job.evict_failed_at.clear()
             self._contribute(task, +1.0)  # as Pending
             self._transition(task, status, node)
             self.dirty_jobs.add(job.key)

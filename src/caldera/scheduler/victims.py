@@ -52,8 +52,9 @@ def _plan_node(
     if np.all(need0 <= 0):
         return Plan(node, (), (0, 0, 0))
     need = need0
-    # Victims in the order we would rather lose them: lowest priority first, then the newest.
-    here = sorted(here, key=lambda t: (t.job.priority, t.priority, -t.creation, t.key))
+    # Victims in the order we would rather lose them: lowest priority first, then the newest, then the
+    # highest index (Volcano's reversed task order; rank 0 of a job is often its coordinator).
+    here = sorted(here, key=lambda t: (t.job.priority, t.priority, -t.creation, -t.index, t.key))
     chosen: list[TaskInfo] = []
     spare: dict[str, int] = {}
     for v in here:  # (a) pods above their gang's minimum

@@ -5,6 +5,8 @@ task order. Each task goes to the best-scoring node whose idle resources fit
 it, or is pipelined onto resources that evicted pods are releasing. The job's
 statement is committed when the job is ready (≥ minAvailable placed), held for
 the rest of the cycle when it is pipelined or reserves (sla), else discarded.
+When the enqueue action is not configured, allocate admits Pending podgroups
+itself (Volcano's allocate does the same), or they would wait forever.
 
 A job that failed is not tried again until the state's version changes (some
 capacity came back), and within a cycle a fresh gang shaped like one that just
@@ -27,6 +29,8 @@ ACTIVE = (o.PG_INQUEUE, o.PG_RUNNING, o.PG_UNKNOWN)
 
 def allocate(ssn: Session) -> None:
     state = ssn.state
+    if "enqueue" not in ssn.config.actions:
+        _admit_pending(ssn)
     if not state.waiting:
         return
     by_queue: dict[str, list[JobInfo]] = {}
@@ -48,26 +52,36 @@ def allocate(ssn: Session) -> None:
             continue
         heap = job_heaps[qname]
         _, _, job = heapq.heappop(heap)
-        if heap:
+        _allocate_job(ssn, job, failed_shapes)
+        if heap:  # back in line with its share as it is now, after this job (as Volcano does)
             heapq.heappush(queues, (ssn.queue_key(queue), next(tie), qname))
-        if not ssn.call(JOB_VALID, job):
-            continue
-        shape = _shape(job)
-        if shape is not None and shape in failed_shapes:
-            _fail(ssn, job, failed_shapes[shape])
-            continue
-        stmt = Statement(ssn)
-        why = place_tasks(ssn, stmt, job)
-        ssn.touched.add(job.key)
-        if ssn.call(JOB_READY, job):
-            stmt.commit()
-        elif ssn.call(JOB_PIPELINED, job) or ssn.call(JOB_RESERVE, job):
-            ssn.held.append(stmt)
-        else:
-            stmt.discard()
-            _fail(ssn, job, why)
-            if shape is not None:
-                failed_shapes[shape] = why
+
+
+def _allocate_job(ssn: Session, job: JobInfo, failed_shapes: dict[tuple[object, ...], str]) -> None:
+    if not ssn.call(JOB_VALID, job):
+        return
+    shape = _shape(job)
+    if shape is not None and shape in failed_shapes:
+        _fail(ssn, job, failed_shapes[shape])
+        return
+    stmt = Statement(ssn)
+    why = place_tasks(ssn, stmt, job)
+    ssn.touched.add(job.key)
+    if ssn.call(JOB_READY, job):
+        stmt.commit()
+    elif ssn.call(JOB_PIPELINED, job) or ssn.call(JOB_RESERVE, job):
+        ssn.held.append(stmt)
+    else:
+        stmt.discard()
+        _fail(ssn, job, why)
+        if shape is not None:
+            failed_shapes[shape] = why
+
+
+def _admit_pending(ssn: Session) -> None:
+    """Without the enqueue action nothing else admits a podgroup: every Pending one goes Inqueue (as in Volcano)."""
+    for key in sorted(ssn.state.pending_groups):
+        ssn.set_phase(ssn.state.jobs[key], o.PG_INQUEUE)
 
 
 def place_tasks(ssn: Session, stmt: Statement, job: JobInfo) -> str:
@@ -80,7 +94,10 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo) -> str:
                 stmt.allocate(task, node)
             continue
         if not ssn.call(ALLOCATABLE, queue, task):
-            return f"queue {queue.name} is at its deserved share; {ssn.fit_error(task)}"
+            # Name the queue only when it is what stops the task: with full nodes, the fit error says more.
+            if ssn.feasible(task, ssn.free(True)).any():
+                return f"queue {queue.name} is at its deserved share"
+            return ssn.fit_error(task)
         node = ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
         if node >= 0:
             stmt.allocate(task, node)

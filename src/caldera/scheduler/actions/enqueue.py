@@ -4,7 +4,10 @@ Queues are visited in order and jobs within a queue in job order; a job is
 admitted when the `job_enqueueable` vote allows it. Beyond Volcano: a job none
 of whose pods could fit any node even when empty is not admitted (and says so),
 and an Inqueue job that has not started within `inqueue-timeout` seconds goes
-back to Pending, releasing the share it was holding for others.
+back to Pending, releasing the share it was holding for others. The queue
+plugins count what lower-priority jobs of the same queue hold as room
+(`proportion.Yielding`), so a full queue does not keep out the job that
+preempt would make room for.
 """
 
 from __future__ import annotations

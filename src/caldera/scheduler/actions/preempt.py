@@ -20,19 +20,20 @@ from caldera.scheduler.victims import plan_eviction
 def preempt(ssn: Session) -> None:
     state = ssn.state
     for qname in sorted({state.jobs[k].queue for k in state.waiting}, key=lambda q: ssn.queue_key(state.queue(q))):
-        for job in starving_jobs(ssn, qname):
+        for job in starving_jobs(ssn, qname, "Preempt"):
             pool = [t for j in state.jobs.values() if j.queue == qname and j is not job for t in j.tasks.values()]
             evict_for(ssn, job, pool, PREEMPTABLE, "Preempt")
 
 
-def starving_jobs(ssn: Session, queue: str) -> list[JobInfo]:
+def starving_jobs(ssn: Session, queue: str, reason: str) -> list[JobInfo]:
+    """The queue's jobs waiting below their gang minimum that `reason` (Preempt, Reclaim) may still help."""
     state = ssn.state
     jobs = [
         j
         for j in (state.jobs[k] for k in state.waiting)
         if j.queue == queue
         and j.pg_phase in ACTIVE
-        and j.preempt_failed_at != state.version
+        and j.evict_failed_at.get(reason) != state.version
         and j.counts.get(TaskStatus.PENDING, 0) > 0
         and ssn.call(JOB_VALID, j)
         and ssn.call(JOB_STARVING, j)
@@ -40,8 +41,17 @@ def starving_jobs(ssn: Session, queue: str) -> list[JobInfo]:
     return sorted(jobs, key=ssn.job_key)
 
 
-def evict_for(ssn: Session, job: JobInfo, pool: list[TaskInfo], point: Point[list[TaskInfo]], reason: str) -> bool:
-    """Try to make room for `job`'s waiting tasks by evicting from `pool`; commit only if its gang fits."""
+def evict_for(
+    ssn: Session,
+    job: JobInfo,
+    pool: list[TaskInfo],
+    point: Point[list[TaskInfo]],
+    reason: str,
+    limit: Point[list[TaskInfo]] | None = None,
+) -> bool:
+    """Try to make room for `job`'s waiting tasks by evicting from `pool`; commit only if its gang fits.
+
+    Victims are what `limit` (if any) leaves of the pool's allocated tasks, as `point` chooses among them."""
     stmt = Statement(ssn)
     for task in ssn.ordered_tasks([t for t in job.tasks.values() if t.status is TaskStatus.PENDING]):
         if task.best_effort:
@@ -51,6 +61,8 @@ def evict_for(ssn: Session, job: JobInfo, pool: list[TaskInfo], point: Point[lis
             stmt.pipeline(task, node)
             continue
         candidates = [t for t in pool if t.status in ALLOCATED]
+        if limit is not None:
+            candidates = ssn.call(limit, task, candidates)
         victims = ssn.call(point, task, candidates)
         plan = plan_eviction(ssn, task, victims) if victims else None
         if plan is None:
@@ -63,5 +75,6 @@ def evict_for(ssn: Session, job: JobInfo, pool: list[TaskInfo], point: Point[lis
         stmt.commit()
         return True
     stmt.discard()
-    job.preempt_failed_at = ssn.state.version
+    # Each action keeps its own mark: reclaim may still help a job that preempt could not.
+    job.evict_failed_at[reason] = ssn.state.version
     return False

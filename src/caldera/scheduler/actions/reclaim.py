@@ -1,14 +1,16 @@
 """reclaim: a queue below its deserved share takes back resources from queues above theirs.
 
-Only pods of other queues marked `reclaimable` are candidates, and the
-`reclaimable` vote of the queue plugins keeps each victim queue at or above its
-own deserved share; victims are chosen gang-aware as in preempt.
+Only pods of other queues marked `reclaimable` are candidates, and the queue
+plugins' `reclaim_limit` (applied whatever the tiers) keeps each victim queue at
+or above its own deserved share, so two queues at their share never take turns
+evicting each other; among what is left, the `reclaimable` vote and the
+gang-aware choice of `victims.py` decide, as in preempt.
 """
 
 from __future__ import annotations
 
 from caldera.scheduler.actions.preempt import evict_for, starving_jobs
-from caldera.scheduler.framework import OVERUSED, PREEMPTIVE, RECLAIMABLE
+from caldera.scheduler.framework import OVERUSED, PREEMPTIVE, RECLAIM_LIMIT, RECLAIMABLE
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import TaskStatus
 
@@ -19,7 +21,7 @@ def reclaim(ssn: Session) -> None:
         queue = state.queue(qname)
         if ssn.call(OVERUSED, queue):
             continue
-        for job in starving_jobs(ssn, qname):
+        for job in starving_jobs(ssn, qname, "Reclaim"):
             first = next((t for t in job.tasks.values() if t.status is TaskStatus.PENDING), None)
             if first is None or not ssn.call(PREEMPTIVE, queue, first):
                 continue
@@ -29,4 +31,4 @@ def reclaim(ssn: Session) -> None:
                 if j.queue != qname and state.queue(j.queue).reclaimable
                 for t in j.tasks.values()
             ]
-            evict_for(ssn, job, pool, RECLAIMABLE, "Reclaim")
+            evict_for(ssn, job, pool, RECLAIMABLE, "Reclaim", limit=RECLAIM_LIMIT)

@@ -12,7 +12,7 @@ import numpy as np
 
 from caldera.core import objects as o
 from caldera.scheduler.framework import PERMIT, REJECT, Plugin
-from caldera.scheduler.plugins.proportion import fits, real_capabilities, reclaim_victims
+from caldera.scheduler.plugins.proportion import Yielding, fits, real_capabilities, reclaim_victims
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo
 
@@ -27,6 +27,7 @@ class Capacity(Plugin):
             q.name: np.minimum(q.deserved_spec if q.has_deserved else q.guarantee, self.capability[q.name])
             for q in ssn.state.queues.values()
         }
+        self.yielding = Yielding(ssn)
 
     def share(self, queue: QueueInfo) -> float:
         d = self.deserved.get(queue.name)
@@ -46,7 +47,7 @@ class Capacity(Plugin):
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return fits(queue.allocated + task.req, self.deserved[queue.name], task.req)
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return reclaim_victims(self.ssn, self.deserved, candidates)
 
     def job_enqueueable(self, job: JobInfo) -> int:
@@ -54,4 +55,7 @@ class Capacity(Plugin):
         if queue is None or queue.state != o.QUEUE_OPEN:
             return REJECT
         need = job.min_resources + queue.allocated + queue.inqueue
+        if fits(need, self.capability[queue.name], job.min_resources):
+            return PERMIT
+        need = need - self.yielding.of(job)
         return PERMIT if fits(need, self.capability[queue.name], job.min_resources) else REJECT

@@ -16,7 +16,9 @@ _WAITING = frozenset({TaskStatus.PIPELINED})
 
 
 def _per_task_ready(job: JobInfo, extra: frozenset[TaskStatus] = frozenset()) -> bool:
-    if not job.min_task_member:
+    # As Volcano's CheckTaskReady: per-task minimums bind only when the job's minAvailable covers them all.
+    # Task minAvailable defaults to replicas, so an elastic job (minAvailable < Σ replicas) has only its total.
+    if not job.min_task_member or job.min_available < sum(job.min_task_member.values()):
         return True
     counts: dict[str, int] = {}
     for t in job.tasks.values():

@@ -22,10 +22,8 @@ class Predicates(Plugin):
 
     def predicate(self, task: TaskInfo) -> list[Rejection]:
         state, spec = self.ssn.state, task.spec
+        # In kube-scheduler's filter order (TaintToleration before NodeAffinity): fit errors name a node's first failure.
         out: list[Rejection] = []
-        if spec.node_selector or spec.node_affinity:
-            ok = np.fromiter((_matches(spec, labels) for labels in state.node_labels), bool, len(state.node_labels))
-            out.append(Rejection(ok, SELECTOR))
         tainted = [i for i, taints in enumerate(state.node_taints) if taints]
         if tainted:
             by_reason: dict[str, list[int]] = {}
@@ -38,6 +36,9 @@ class Predicates(Plugin):
                 ok = np.ones(len(state.node_names), dtype=bool)
                 ok[rows] = False
                 out.append(Rejection(ok, reason))
+        if spec.node_selector or spec.node_affinity:
+            ok = np.fromiter((_matches(spec, labels) for labels in state.node_labels), bool, len(state.node_labels))
+            out.append(Rejection(ok, SELECTOR))
         return out
 
 

@@ -38,6 +38,41 @@ def fits(request: Vector, limit: Vector, dims: Vector | None = None) -> bool:
     return bool(np.all(request[wanted] <= limit[wanted] + _EPS))
 
 
+class Yielding:
+    """What lower-priority jobs of a job's queue hold that the job, once admitted, may take: their
+    Inqueue reservations (allocate places it first) and, when preempt runs, what they are allocated.
+
+    Counting it as room at enqueue is what lets a high-priority job in while its queue is full, so that
+    preempt can act for it (Volcano rejects it there: priority inversion at enqueue, volcano#3670).
+    The per-queue, per-priority sums are built once per session, on first use.
+    """
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._held: dict[str, dict[int, Vector]] | None = None
+
+    def of(self, job: JobInfo) -> Vector:
+        if self._held is None:
+            self._held = self._build()
+        out = np.zeros(len(self.ssn.state.resources))
+        for priority, held in self._held.get(job.queue, {}).items():
+            if priority < job.priority:
+                out += held
+        return out
+
+    def _build(self) -> dict[str, dict[int, Vector]]:
+        preempt = "preempt" in self.ssn.config.actions
+        table: dict[str, dict[int, Vector]] = {}
+        for j in self.ssn.state.jobs.values():
+            held = j.allocated if preempt else None
+            if j.pg_phase == o.PG_INQUEUE:
+                held = j.min_resources if held is None else held + j.min_resources
+            if held is not None and held.any():
+                by_priority = table.setdefault(j.queue, {})
+                by_priority[j.priority] = by_priority.get(j.priority, 0.0) + held
+        return table
+
+
 def reclaim_victims(ssn: Session, deserved: Mapping[str, Vector], candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Victims only from queues above their deserved share, taken while the queue stays above it."""
     left: dict[str, Vector] = {}
@@ -64,6 +99,7 @@ class Proportion(Plugin):
         super().__init__(ssn, args)
         self._capability: dict[str, Vector] | None = None
         self._deserved: dict[str, Vector] | None = None
+        self.yielding = Yielding(ssn)
 
     @property
     def capability(self) -> dict[str, Vector]:
@@ -137,7 +173,7 @@ class Proportion(Plugin):
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.allocatable(queue, task)
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return reclaim_victims(self.ssn, self.deserved, candidates)
 
     def job_enqueueable(self, job: JobInfo) -> int:
@@ -145,4 +181,7 @@ class Proportion(Plugin):
         if queue is None or queue.state != o.QUEUE_OPEN:
             return REJECT
         need = job.min_resources + queue.allocated + queue.inqueue
+        if fits(need, self.capability[queue.name], job.min_resources):
+            return PERMIT
+        need = need - self.yielding.of(job)
         return PERMIT if fits(need, self.capability[queue.name], job.min_resources) else REJECT
