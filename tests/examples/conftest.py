@@ -1,0 +1,5 @@
+"""Fixtures of the example tests: see example_processes.py."""
+
+from example_processes import start
+
+__all__ = ["start"]
