@@ -162,7 +162,12 @@ _COMMON = (
     click.option(
         "-e", "--env", multiple=True, metavar="K=V", callback=_via(parse_env), help="Environment variable (repeatable)."
     ),
-    click.option("--working-dir", metavar="DIR", callback=_via(_working_dir), help="The command's working directory."),
+    click.option(
+        "--working-dir",
+        metavar="DIR",
+        callback=_via(_working_dir),
+        help="The command's working directory (default: the current directory).",
+    ),
     click.option(
         "-d",
         "--data",
@@ -219,7 +224,7 @@ def _spec(
         queue=queue,
         priority=priority or "",
         env=env,
-        working_dir=working_dir or "",
+        working_dir=working_dir or os.getcwd(),  # like running it here: relative paths in the command work
         data=data,
         tensorboard_logdir=logdir or "",
         retry=retry,

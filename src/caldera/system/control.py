@@ -131,6 +131,34 @@ class ControlPlane:
         self.record("Command", name, reason=action, message="" if job else "no such job", namespace=ns or "default")
         self._request(job_key, Request(event="CommandIssued", action=action))
 
+    def remove_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+        self.state.remove_queue(name)
+        self._dirty = True
+
+    def restore(self, job: o.Job, podgroup: o.PodGroup | None, pods: list[tuple[o.Pod, int]]) -> None:
+        """Put back a job, its podgroup and its pods (with their attempt numbers) as a previous daemon left them.
+
+        Nothing is recorded as happening; the job is re-synced, as after any change."""
+        self.jobs[job.key] = job
+        self.job_pods[job.key] = {}
+        self.ttl.watch(job)
+        self._uid = max(self._uid, _uid_number(job.metadata.uid))
+        if podgroup is not None:
+            self.podgroups[job.key] = podgroup
+            self.state.set_podgroup(podgroup)
+        for pod, attempt in pods:
+            self.pods[pod.key] = pod
+            self.job_pods[job.key][pod.name] = pod
+            self._uid = max(self._uid, _uid_number(pod.metadata.uid))
+            if pod.deletion_timestamp is not None:
+                self._stopping.add(pod.key)
+            if podgroup is not None:
+                self.state.set_pod(pod, podgroup.key)
+            self.history.restore(pod, attempt, running=bool(pod.node_name) and not pod.finished)
+        self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+        self._dirty = True
+
     def is_stopping(self, key: str) -> bool:
         """Whether the control plane asked this pod to stop (its end is a deletion, not an exit)."""
         return key in self._stopping
@@ -447,3 +475,11 @@ class ControlPlane:
         self.events.append(ev)
         if self.on_event is not None:
             self.on_event(ev)
+
+
+def _uid_number(uid: str) -> int:
+    """uids are hexadecimal counters: a restored one must not be handed out again."""
+    try:
+        return int(uid, 16)
+    except ValueError:
+        return 0

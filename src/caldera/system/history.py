@@ -64,6 +64,24 @@ class Attempts:
         self.running[pod.key] = attempt
         return attempt
 
+    def restore(self, pod: o.Pod, number: int, running: bool) -> None:
+        """A pod as a previous daemon left it: `number` attempts so far, the last one still running or not."""
+        self._numbers[pod.key] = number
+        if running:
+            self.running[pod.key] = PodAttempt(
+                pod.name,
+                pod.namespace,
+                pod.job,
+                pod.task,
+                number,
+                pod.node_name,
+                pod.status.start_time,
+                None,
+                o.POD_RUNNING,
+                None,
+                pod.spec.requests(),
+            )
+
     def end(self, pod_key: str, phase: str, exit_code: int | None, now: float) -> None:
         """The pod's attempt in progress, if any, ended now with `phase` and `exit_code`."""
         attempt = self.running.pop(pod_key, None)

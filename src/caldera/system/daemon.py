@@ -1,0 +1,452 @@
+"""The embedded cluster: the control plane on local processes, durable in SQLite, behind one loop thread.
+
+One thread (the control loop) owns the control plane. API calls, reads and
+writes alike, and process events from the executor are closures put on its
+inbox; after each batch it settles the plane (controller + scheduler) and
+writes what changed to the store in one transaction. So every caller sees a
+consistent state, and what is in the store is what the loop decided.
+
+On start, the state is read back from the store and the pods' processes are
+adopted: those still running are watched again, the outcome of those that
+ended while no daemon watched is recorded (as if it had just happened), and a
+pod the store says runs but that has no process left is recorded as killed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import shutil
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from caldera import __version__
+from caldera.backends.local import LocalExecutor, ProcessEvent
+from caldera.backends.sqlite_store import SqliteStore
+from caldera.core import objects as o
+from caldera.core.errors import FieldError, ValidationError
+from caldera.core.manifest import parse_object, parse_queue
+from caldera.core.resources import GPU, format_resource_list
+from caldera.scheduler.scheduler import Scheduler
+from caldera.system import machine, persist
+from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.control import ControlPlane
+from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
+from caldera.utils.clock import Clock, SystemClock
+
+log = logging.getLogger("caldera.daemon")
+T = TypeVar("T")
+USER_ACTIONS = ("AbortJob", "ResumeJob")
+
+
+class EmbeddedCluster:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        nodes: int | None = None,
+        cpus_per_node: str | None = None,
+        memory_per_node: str | None = None,
+        gpus_per_node: int | None = None,
+        clock: Clock | None = None,
+        grace: float = 10.0,
+    ) -> None:
+        self.home = home
+        home.mkdir(parents=True, exist_ok=True)
+        self.clock = clock or SystemClock()
+        self.store = SqliteStore(home / "state.db")
+        self._inbox: queue.Queue[tuple[Callable[[], Any], Future[Any] | None]] = queue.Queue()
+        self.executor = LocalExecutor(home, report=self._on_process, clock=self.clock, grace=grace)
+        node_list = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
+        gpus = GpuBook(
+            {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
+            {n.name: int(n.labels.get(machine.GPU_OFFSET_LABEL, "0")) for n in node_list},
+        )
+        self.runtime = LocalRuntime(home, self.executor, self._job_of, gpus, self._notify)
+        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock)
+        self.plane.add_nodes(node_list)
+        self._saved: dict[tuple[str, str, str], str] = {}
+        self._events_saved = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._restore()
+        self._adopt()
+        self.plane.settle()
+        self._persist()
+        self._thread = threading.Thread(target=self._loop, name="caldera-control", daemon=True)
+        self._thread.start()
+
+    def shutdown(self, stop_pods: bool = True) -> None:
+        """Stop the loop (the store keeps what it decided); with `stop_pods`, then every pod's processes.
+
+        The loop stops first so the controller does not answer the stops by re-creating
+        pods; on the next start, pods found gone are recorded as killed and each job's
+        policies decide what follows (a RestartJob job restarts)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        if stop_pods:
+            self.executor.stop_all(grace=10.0)
+        self.executor.close()
+        self.store.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            wake = self.plane.next_wakeup()
+            timeout = 1.0 if wake is None else min(1.0, max(0.0, wake - self.clock.now()))
+            batch: list[tuple[Callable[[], Any], Future[Any] | None]] = []
+            try:
+                batch.append(self._inbox.get(timeout=timeout))
+                while True:
+                    batch.append(self._inbox.get_nowait())
+            except queue.Empty:
+                pass
+            for fn, fut in batch:
+                try:
+                    result = fn()
+                except Exception as e:  # the caller gets it; the loop goes on
+                    if fut is None:
+                        log.exception("control loop task failed")
+                    else:
+                        fut.set_exception(e)
+                    continue
+                if fut is not None:
+                    fut.set_result(result)
+            try:
+                before = len(self.plane.events)
+                self.plane.expire_ttls()
+                self.plane.settle()
+                if batch or len(self.plane.events) != before:  # an idle turn changes nothing worth writing
+                    self._persist()
+            except Exception:
+                log.exception("control loop failed to settle")
+
+    def _call(self, fn: Callable[[], T], timeout: float = 60.0) -> T:
+        if self._thread is None or threading.current_thread() is self._thread:
+            return fn()
+        fut: Future[T] = Future()
+        self._inbox.put((fn, fut))
+        return fut.result(timeout=timeout)
+
+    # ------------------------------------------------------------ process events
+
+    def _on_process(self, ev: ProcessEvent) -> None:
+        """Called on the executor's threads: hand the event to the loop."""
+        self._inbox.put((lambda: self._process_event(ev), None))
+
+    def _process_event(self, ev: ProcessEvent) -> None:
+        if ev.kind == "running":
+            return
+        self.runtime.released(ev.key)
+        if ev.kind == "stopped" or self.plane.is_stopping(ev.key):
+            self.plane.pod_stopped(ev.key)
+        elif ev.exit_code is not None:
+            self.plane.pod_exited(ev.key, ev.exit_code)
+
+    def _notify(self, namespace: str, obj: str, reason: str, message: str) -> None:
+        self.plane.record(reason, obj, reason=reason, message=message, namespace=namespace)
+
+    # ------------------------------------------------------------ writes
+
+    def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        obj = parse_object(manifest, "request")
+        if isinstance(obj, o.Queue):
+            return self._call(lambda: self._apply_queue(obj))
+        if isinstance(obj, o.Job):
+            if submit_dir:
+                obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
+            _check_commands(obj, submit_dir)
+            return self._call(lambda: self._submit(obj))
+        raise ValidationError([FieldError("kind", f"{obj.__class__.__name__} objects cannot be applied")], "request")
+
+    def _apply_queue(self, queue_obj: o.Queue) -> JSON:
+        self.plane.add_queue(queue_obj)
+        return queue_obj.to_dict()
+
+    def _submit(self, job: o.Job) -> JSON:
+        if job.key in self.plane.jobs:
+            raise Conflict(f"job {job.key} already exists (delete it first)")
+        self.plane.submit(job)
+        return persist.job_record(job)
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        def run() -> None:
+            key = f"{namespace}/{name}"
+            if key not in self.plane.jobs:
+                raise NotFound(f"job {key} not found")
+            self.plane.delete_job(key)
+            self.runtime.ports.release(key)
+
+        self._call(run)
+
+    def command(self, namespace: str, name: str, action: str) -> None:
+        if action not in USER_ACTIONS:
+            raise ValidationError([FieldError("action", f"must be one of {', '.join(USER_ACTIONS)}")], "command")
+
+        def run() -> None:
+            key = f"{namespace}/{name}"
+            if key not in self.plane.jobs:
+                raise NotFound(f"job {key} not found")
+            self.plane.command(key, action)
+
+        self._call(run)
+
+    def set_queue_state(self, name: str, state: str) -> JSON:
+        if state not in (o.QUEUE_OPEN, o.QUEUE_CLOSED):
+            raise ValidationError([FieldError("state", "must be Open or Closed")], "queue")
+
+        def run() -> JSON:
+            q = self.plane.queues.get(name)
+            if q is None:
+                raise NotFound(f"queue {name} not found")
+            self.plane.add_queue(o.Queue(q.metadata, q.spec, state))
+            return self.plane.queues[name].to_dict()
+
+        return self._call(run)
+
+    def delete_queue(self, name: str) -> None:
+        def run() -> None:
+            if name == "default":
+                raise Conflict("the default queue cannot be deleted")
+            if name not in self.plane.queues:
+                raise NotFound(f"queue {name} not found")
+            users = sorted(j.key for j in self.plane.jobs.values() if j.spec.queue == name)
+            if users:
+                raise Conflict(f"queue {name} still has jobs: {', '.join(users)}")
+            self.plane.remove_queue(name)
+
+        self._call(run)
+
+    # ------------------------------------------------------------ reads
+
+    def list_jobs(self, namespace: str | None = None) -> list[JSON]:
+        return self._call(
+            lambda: [
+                self._summary(j)
+                for j in sorted(self.plane.jobs.values(), key=lambda j: j.key)
+                if namespace is None or j.namespace == namespace
+            ]
+        )
+
+    def get_job(self, namespace: str, name: str) -> JSON:
+        return self._call(lambda: self._summary(self._job(namespace, name)))
+
+    def describe_job(self, namespace: str, name: str) -> JSON:
+        def run() -> JSON:
+            job = self._job(namespace, name)
+            pg = self.plane.podgroups.get(job.key)
+            objects = (job.name, *(p.name for p in self.plane.job_pods.get(job.key, {}).values()))
+            return {
+                "job": persist.job_record(job),
+                "summary": self._summary(job),
+                "podgroup": pg.to_dict() if pg else None,
+                "events": [e.to_dict() for e in self.plane.events if e.namespace == namespace and e.object in objects],
+            }
+
+        return self._call(run)
+
+    def list_queues(self) -> list[JSON]:
+        return self._call(lambda: [q.to_dict() for q in sorted(self.plane.queues.values(), key=lambda q: q.name)])
+
+    def get_queue(self, name: str) -> JSON:
+        def run() -> JSON:
+            q = self.plane.queues.get(name)
+            if q is None:
+                raise NotFound(f"queue {name} not found")
+            return q.to_dict()
+
+        return self._call(run)
+
+    def list_nodes(self) -> list[JSON]:
+        return self._call(lambda: [self._node(n) for n in self.plane.nodes.values()])
+
+    def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
+        return self.store.events(namespace, objects, since)
+
+    def pod_log(self, namespace: str, pod: str) -> str:
+        path = self.home / "pods" / namespace / pod / "log"
+        if not path.exists():
+            raise NotFound(f"pod {namespace}/{pod} has no log (it has not started)")
+        return str(path)
+
+    def info(self) -> JSON:
+        return {"version": __version__, "home": str(self.home), "nodes": len(self.plane.nodes), "listening": self.url}
+
+    # ------------------------------------------------------------ views
+
+    def _job(self, namespace: str, name: str) -> o.Job:
+        job = self.plane.jobs.get(f"{namespace}/{name}")
+        if job is None:
+            raise NotFound(f"job {namespace}/{name} not found")
+        return job
+
+    def _summary(self, job: o.Job) -> JSON:
+        order = {t.name: i for i, t in enumerate(job.spec.tasks)}
+        pods = sorted(self.plane.job_pods.get(job.key, {}).values(), key=lambda p: (order.get(p.task, 99), p.index))
+        return {
+            "name": job.name,
+            "namespace": job.namespace,
+            "queue": job.spec.queue,
+            "phase": job.status.phase,
+            "retryCount": job.status.retry_count,
+            "minAvailable": job.spec.min_available,
+            "creationTimestamp": job.metadata.creation_timestamp,
+            "startTime": job.status.start_time,
+            "completionTime": job.status.completion_time,
+            "reason": job.status.reason,
+            "message": job.status.message,
+            "pods": [
+                {
+                    "name": p.name,
+                    "task": p.task,
+                    "index": p.index,
+                    "node": p.node_name,
+                    "phase": "Terminating" if p.deletion_timestamp is not None and not p.finished else p.status.phase,
+                    "exitCode": p.status.exit_code,
+                    "restarts": p.status.restart_count,
+                    "address": self.runtime.address(job, p.name),
+                }
+                for p in pods
+            ],
+        }
+
+    def _node(self, node: o.Node) -> JSON:
+        pods = [p for p in self.plane.pods.values() if p.node_name == node.name and not p.finished]
+        allocated: dict[str, float] = {}
+        for p in pods:
+            for k, v in p.spec.requests().items():
+                allocated[k] = allocated.get(k, 0.0) + v
+        return {
+            "name": node.name,
+            "allocatable": format_resource_list(node.allocatable),
+            "allocated": format_resource_list({k: v for k, v in allocated.items() if k in node.allocatable}),
+            "gpus": int(node.allocatable.get(GPU, 0.0) / 1000),
+            "gpusUsed": int(allocated.get(GPU, 0.0) / 1000),
+            "virtualGpus": GPU in node.virtual_resources,
+            "pods": len(pods),
+        }
+
+    def _job_of(self, key: str) -> o.Job | None:
+        return self.plane.jobs.get(key)
+
+    # ------------------------------------------------------------ the store
+
+    def _nodes(self, nodes: int | None, cpus: str | None, memory: str | None, gpus: int | None) -> list[o.Node]:
+        """The nodes as asked; with no flags, the ones of the last start (or this machine as one node)."""
+        stored = self.store.get("Config", "", "nodes")
+        if nodes is None and cpus is None and memory is None and gpus is None and stored is not None:
+            spec = stored.body["spec"]
+            nodes, cpus, memory, gpus = spec["nodes"], spec["cpus"], spec["memory"], spec["gpus"]
+        planned = machine.plan_nodes(machine.detect(), nodes, cpus, memory, gpus)
+        spec = {"nodes": nodes, "cpus": cpus, "memory": memory, "gpus": gpus}
+        self.store.put("Config", "", "nodes", {"metadata": {"name": "nodes"}, "spec": spec})
+        return planned
+
+    def _persist(self) -> None:
+        want: dict[tuple[str, str, str], str] = {}
+        for q in self.plane.queues.values():
+            want[("Queue", "", q.name)] = json.dumps(q.to_dict(), sort_keys=True)
+        ports: dict[str, dict[str, int]] = {}  # pod key → its container ports' host ports
+        for job in self.plane.jobs.values():
+            want[("Job", job.namespace, job.name)] = json.dumps(persist.job_record(job), sort_keys=True)
+            for (pod_name, port), host in self.runtime.ports.for_job(job).items():
+                ports.setdefault(f"{job.namespace}/{pod_name}", {})[str(port)] = host
+        for pg in self.plane.podgroups.values():
+            want[("PodGroup", pg.metadata.namespace, pg.metadata.name)] = json.dumps(
+                persist.podgroup_record(pg), sort_keys=True
+            )
+        for pod in self.plane.pods.values():
+            held = self.runtime.gpus.held(pod.key)
+            body = persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), ports.get(pod.key, {}), held)
+            want[("Pod", pod.namespace, pod.name)] = json.dumps(body, sort_keys=True)
+        events = self.plane.events[self._events_saved :]
+        if want == self._saved and not events:
+            return
+        with self.store.transaction():
+            for ident, text in want.items():
+                if self._saved.get(ident) != text:
+                    self.store.put(*ident, json.loads(text))
+            for ident in self._saved.keys() - want.keys():
+                self.store.delete(*ident)
+            for e in events:
+                self.store.add_event(e.time, e.namespace, e.kind, e.object, e.node, e.reason, e.message)
+        self._saved = want
+        self._events_saved += len(events)
+
+    def _restore(self) -> None:
+        plane = self.plane
+        for s in self.store.list("Queue"):
+            plane.add_queue(parse_queue(s.body, "stored queue"))
+        groups = {(s.namespace, s.body["spec"].get("job", "")): s.body for s in self.store.list("PodGroup")}
+        pods: dict[tuple[str, str], list[JSON]] = {}
+        for s in self.store.list("Pod"):
+            pods.setdefault((s.namespace, s.body["spec"].get("job", "")), []).append(s.body)
+        for s in self.store.list("Job"):
+            job = persist.job_from_record(s.body)
+            ident = (job.namespace, job.name)
+            pg_body = groups.get(ident)
+            pg = persist.podgroup_from_record(pg_body, job) if pg_body else None
+            restored: list[tuple[o.Pod, int]] = []
+            for body in pods.get(ident, []):
+                task = job.spec.task(body["spec"].get("task", ""))
+                cls = (task.template.spec.priority_class_name if task else "") or job.spec.priority_class_name
+                found = persist.pod_from_record(body, job, plane.state.priority_of(cls))
+                if found is None:
+                    continue
+                pod, attempt, gpus = found
+                restored.append((pod, attempt))
+                self.runtime.attempts[pod.key] = attempt
+                if gpus and pod.node_name:
+                    self.runtime.gpus.assign(pod.key, pod.node_name, len(gpus))
+                ports = body.get("caldera", {}).get("ports", {})
+                self.runtime.ports.restore(job.key, {(pod.name, int(p)): int(h) for p, h in ports.items()})
+            plane.restore(job, pg, restored)
+
+    def _adopt(self) -> None:
+        """Re-attach to the pods' processes; record what happened to those that ended meanwhile."""
+        seen: set[str] = set()
+        for ev in self.executor.adopt():
+            seen.add(ev.key)
+            self._process_event(ev)
+        for pod in list(self.plane.pods.values()):
+            if pod.node_name and not pod.finished and pod.key not in seen:
+                # The store says it runs but no process is left (its pod directory is gone): it was killed.
+                self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
+
+
+def _check_commands(job: o.Job, submit_dir: str | None) -> None:
+    """Refuse a job whose command does not exist here (the error names the task), before anything is stored."""
+    errors: list[FieldError] = []
+    for i, task in enumerate(job.spec.tasks):
+        for j, c in enumerate(task.template.spec.containers[:1]):
+            path = f"spec.tasks[{i}].template.spec.containers[{j}].command"
+            argv = (*c.command, *c.args)
+            if not argv:
+                errors.append(
+                    FieldError(path, "a command is required: the embedded cluster runs it as a local process")
+                )
+                continue
+            exe = argv[0]
+            if "/" in exe:
+                base = (
+                    Path(c.working_dir)
+                    if c.working_dir and Path(c.working_dir).is_absolute()
+                    else Path(submit_dir or ".")
+                )
+                if c.working_dir and not Path(c.working_dir).is_absolute():
+                    base = base / c.working_dir
+                if not (Path(exe) if Path(exe).is_absolute() else base / exe).exists():
+                    errors.append(FieldError(path, f"{exe!r} does not exist"))
+            elif shutil.which(exe, path=LocalRuntime.base_env()["PATH"]) is None:
+                errors.append(FieldError(path, f"command {exe!r} not found on PATH"))
+    if errors:
+        raise ValidationError(errors, f"job {job.name}")

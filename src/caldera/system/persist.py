@@ -1,0 +1,126 @@
+"""Objects to and from their stored form (Kubernetes-shaped JSON), for the embedded cluster's store.
+
+A job is stored as its manifest plus status; pods and podgroups are stored with
+what cannot be derived from their job (phase, node, exit code, restart count,
+attempt, deletion time, host ports and GPU ids). On restore they are rendered
+again from the job (as the controller created them) and the stored facts are
+put back, so a restored object is the object the daemon had.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caldera.controller import make_pod, make_podgroup
+from caldera.core import objects as o
+from caldera.core.jobmanifest import parse_job
+
+JSON = dict[str, Any]
+
+
+def job_record(job: o.Job) -> JSON:
+    body = job.to_dict()
+    status = body["status"]
+    status["startTime"] = job.status.start_time
+    status["completionTime"] = job.status.completion_time
+    body["metadata"]["creationTimestamp"] = job.metadata.creation_timestamp
+    return body
+
+
+def job_from_record(body: JSON) -> o.Job:
+    meta = body.get("metadata", {})
+    manifest = {
+        "apiVersion": body.get("apiVersion", o.JOB_API),
+        "kind": "Job",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "labels": meta.get("labels", {}),
+            "annotations": meta.get("annotations", {}),
+        },
+        "spec": body["spec"],
+    }
+    job = parse_job(manifest, f"stored job {meta.get('namespace')}/{meta.get('name')}")
+    job.metadata.uid = meta.get("uid", "")
+    job.metadata.creation_timestamp = float(meta.get("creationTimestamp") or 0.0)
+    job.status = status_from_record(body.get("status", {}))
+    return job
+
+
+def status_from_record(s: JSON) -> o.JobStatus:
+    state = s.get("state", {})
+    return o.JobStatus(
+        phase=state.get("phase", o.PENDING),
+        reason=state.get("reason", ""),
+        message=state.get("message", ""),
+        last_transition_time=float(state.get("lastTransitionTime") or 0.0),
+        retry_count=int(s.get("retryCount", 0)),
+        version=int(s.get("version", 0)),
+        min_available=int(s.get("minAvailable", 0)),
+        pending=int(s.get("pending", 0)),
+        running=int(s.get("running", 0)),
+        succeeded=int(s.get("succeeded", 0)),
+        failed=int(s.get("failed", 0)),
+        terminating=int(s.get("terminating", 0)),
+        unknown=int(s.get("unknown", 0)),
+        start_time=s.get("startTime"),
+        completion_time=s.get("completionTime"),
+        conditions=[(c["status"], float(c["lastTransitionTime"])) for c in s.get("conditions", [])],
+    )
+
+
+def podgroup_record(pg: o.PodGroup) -> JSON:
+    body = pg.to_dict()
+    body["spec"]["job"] = pg.job
+    return body
+
+
+def podgroup_from_record(body: JSON, job: o.Job) -> o.PodGroup:
+    pg = make_podgroup(job, float(body["metadata"].get("creationTimestamp") or 0.0))
+    pg.metadata.uid = body["metadata"].get("uid", "")
+    status = body.get("status", {})
+    pg.phase = status.get("phase", o.PG_PENDING)
+    pg.conditions = [
+        o.PodGroupCondition(
+            c["type"], c["status"], c.get("reason", ""), c.get("message", ""), float(c.get("lastTransitionTime") or 0)
+        )
+        for c in status.get("conditions", [])
+    ]
+    return pg
+
+
+def pod_record(pod: o.Pod, attempt: int, ports: dict[str, int], gpus: list[int]) -> JSON:
+    body = pod.to_dict()
+    body["spec"].update({"job": pod.job, "task": pod.task, "index": pod.index})
+    body["metadata"]["creationTimestamp"] = pod.metadata.creation_timestamp
+    body["metadata"]["deletionTimestamp"] = pod.deletion_timestamp
+    body["caldera"] = {"attempt": attempt, "ports": ports, "gpus": gpus}
+    return body
+
+
+def pod_from_record(body: JSON, job: o.Job, priority: int) -> tuple[o.Pod, int, list[int]] | None:
+    """The pod, its attempt number and its GPU ids; None if its task no longer exists."""
+    spec = body.get("spec", {})
+    task = job.spec.task(spec.get("task", ""))
+    if task is None:
+        return None
+    meta = body.get("metadata", {})
+    pod = make_pod(job, task, int(spec.get("index", 0)), priority, float(meta.get("creationTimestamp") or 0.0))
+    pod.metadata.uid = meta.get("uid", "")
+    pod.metadata.annotations.update(meta.get("annotations", {}))
+    pod.metadata.labels.update(meta.get("labels", {}))
+    pod.node_name = spec.get("nodeName", "")
+    pod.deletion_timestamp = meta.get("deletionTimestamp")
+    st = body.get("status", {})
+    pod.status = o.PodStatus(
+        phase=st.get("phase", o.POD_PENDING),
+        reason=st.get("reason", ""),
+        message=st.get("message", ""),
+        exit_code=st.get("exitCode"),
+        start_time=st.get("startTime"),
+        finish_time=st.get("finishTime"),
+        restart_count=int(st.get("restartCount", 0)),
+        pod_ip=st.get("podIP", ""),
+    )
+    extra = body.get("caldera", {})
+    return pod, int(extra.get("attempt", 0)), [int(g) for g in extra.get("gpus", [])]

@@ -1,0 +1,222 @@
+"""Pods as local processes: what the kubelet does, on the embedded cluster.
+
+For each pod the runtime renders one process from its first container: the
+command and args; the environment (the daemon's PATH with caldera's Python
+first, the container's `env` with fieldRefs resolved, then the framework
+plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
+the working directory (`workingDir`, relative to where the job was submitted,
+else the pod's own directory); and the plugins' files. The image cannot be
+run here: it is reported once per job as ignored.
+
+Invariants: every port a pod declares (in its manifest or through a plugin
+flag) maps to a host port allocated once per job, so all pods of a job agree
+on each other's addresses and two jobs never collide; a GPU id is held by at
+most one pod of a node at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from caldera.backends.local import LocalExecutor, ProcessSpec
+from caldera.controller.frameworks import ports_of, render
+from caldera.core import objects as o
+from caldera.core.addresses import MappedAddresses
+from caldera.core.resources import GPU
+
+HOST = "127.0.0.1"
+SUBMIT_DIR = "caldera.dev/submit-dir"
+PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
+
+
+class PortBook:
+    """Host ports for the container ports of every pod of every job."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, dict[tuple[str, int], int]] = {}
+        self._used: set[int] = set()
+
+    def for_job(self, job: o.Job) -> dict[tuple[str, int], int]:
+        """Every (pod, container port) of the job → its host port, allocating what is missing."""
+        ports = self._jobs.setdefault(job.key, {})
+        for task in job.spec.tasks:
+            for index in range(task.replicas):
+                for port in ports_of(job, task):
+                    slot = (f"{job.name}-{task.name}-{index}", port)
+                    if slot not in ports:
+                        ports[slot] = self._free_port()
+        return ports
+
+    def restore(self, job_key: str, ports: Mapping[tuple[str, int], int]) -> None:
+        """Ports a job had before the daemon restarted (its running pods were told them)."""
+        self._jobs.setdefault(job_key, {}).update(ports)
+        self._used.update(ports.values())
+
+    def release(self, job_key: str) -> None:
+        for port in self._jobs.pop(job_key, {}).values():
+            self._used.discard(port)
+
+    def _free_port(self) -> int:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((HOST, 0))
+                port = int(s.getsockname()[1])
+            if port not in self._used:
+                self._used.add(port)
+                return port
+
+
+class GpuBook:
+    """Which GPU ids of each node each pod holds (node n of N gets ids n·g … n·g+g−1 of the machine)."""
+
+    def __init__(self, gpus_per_node: Mapping[str, int], offsets: Mapping[str, int]) -> None:
+        self._free = {
+            node: set(range(offsets.get(node, 0), offsets.get(node, 0) + n)) for node, n in gpus_per_node.items()
+        }
+        self._held: dict[str, tuple[str, list[int]]] = {}
+
+    def assign(self, pod: str, node: str, count: int) -> list[int]:
+        held = self._held.get(pod)
+        if held is not None:
+            return held[1]
+        free = sorted(self._free.get(node, set()))
+        if count > len(free):
+            raise RuntimeError(f"node {node} has {len(free)} free GPUs, pod {pod} needs {count}")
+        ids = free[:count]
+        self._free[node].difference_update(ids)
+        self._held[pod] = (node, ids)
+        return ids
+
+    def release(self, pod: str) -> None:
+        held = self._held.pop(pod, None)
+        if held is not None:
+            self._free[held[0]].update(held[1])
+
+    def held(self, pod: str) -> list[int]:
+        return self._held.get(pod, ("", []))[1]
+
+
+class LocalRuntime:
+    """The control plane's executor on the embedded cluster."""
+
+    def __init__(
+        self,
+        home: Path,
+        executor: LocalExecutor,
+        job_of: Callable[[str], o.Job | None],
+        gpus: GpuBook,
+        notify: Callable[[str, str, str, str], None],
+    ) -> None:
+        self.home = home
+        self.executor = executor
+        self.job_of = job_of
+        self.ports = PortBook()
+        self.gpus = gpus
+        self.notify = notify  # (namespace, object, reason, message): an event for people
+        self._images_reported: set[str] = set()
+        self.attempts: dict[str, int] = {}
+
+    def pod_dir(self, pod: o.Pod) -> Path:
+        return self.home / "pods" / pod.namespace / pod.name
+
+    def start(self, pod: o.Pod, node: o.Node) -> None:
+        job = self.job_of(pod.job_key)
+        task = job.spec.task(pod.task) if job is not None else None
+        if job is None or task is None or not pod.spec.containers:
+            raise RuntimeError(f"pod {pod.key} has no job, task or container to run")
+        container = pod.spec.containers[0]
+        if container.image and job.key not in self._images_reported:
+            self._images_reported.add(job.key)
+            self.notify(
+                pod.namespace,
+                job.name,
+                "ImageIgnored",
+                f"image {container.image} is not run here: the embedded cluster runs the command as a local process",
+            )
+        pod_dir = self.pod_dir(pod)
+        addresses = MappedAddresses(HOST, self.ports.for_job(job))
+        patch = render(job, task, pod.index, addresses)
+        gpus = self.gpus.assign(pod.key, node.name, int(pod.spec.requests().get(GPU, 0.0) / 1000))
+        env = self.base_env()
+        env.update(_container_env(container, pod, node))
+        env.update(patch.env)
+        env.update(
+            {
+                "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+                "CALDERA_JOB": job.name,
+                "CALDERA_NAMESPACE": pod.namespace,
+                "CALDERA_POD": pod.name,
+                "CALDERA_TASK": pod.task,
+                "CALDERA_INDEX": str(pod.index),
+                "CALDERA_NODE": node.name,
+                "CALDERA_POD_DIR": str(pod_dir),
+            }
+        )
+        attempt = self.attempts.get(pod.key, -1) + 1
+        self.attempts[pod.key] = attempt
+        self.executor.run(
+            ProcessSpec(
+                key=pod.key,
+                argv=(*container.command, *container.args),
+                env=env,
+                cwd=str(self._cwd(container, job, pod_dir)),
+                pod_dir=str(pod_dir),
+                files=dict(patch.files),
+                attempt=attempt,
+            )
+        )
+
+    def stop(self, pod: o.Pod) -> None:
+        self.executor.stop(pod.key, grace=pod.spec.termination_grace_period_seconds)
+
+    def released(self, pod_key: str) -> None:
+        """The pod's process is gone for good: its GPUs are free again."""
+        self.gpus.release(pod_key)
+
+    def address(self, job: o.Job, pod: str) -> str:
+        """host:port of the pod's first declared port, for people (`caldera get`)."""
+        task = next((t for t in job.spec.tasks if pod.startswith(f"{job.name}-{t.name}-")), None)
+        ports = ports_of(job, task) if task is not None else ()
+        if not ports:
+            return HOST
+        mapped = self.ports.for_job(job).get((pod, ports[0]))
+        return f"{HOST}:{mapped}" if mapped else HOST
+
+    @staticmethod
+    def base_env() -> dict[str, str]:
+        """What every pod starts from: a few of the daemon's variables, and caldera's Python first on PATH."""
+        python_dir = str(Path(sys.executable).parent)
+        path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+        env["PATH"] = f"{python_dir}{os.pathsep}{path}"
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    @staticmethod
+    def _cwd(container: o.Container, job: o.Job, pod_dir: Path) -> Path:
+        base = job.metadata.annotations.get(SUBMIT_DIR)
+        if container.working_dir:
+            wd = Path(container.working_dir)
+            return wd if wd.is_absolute() or not base else Path(base) / wd
+        return pod_dir
+
+
+def _container_env(container: o.Container, pod: o.Pod, node: o.Node) -> dict[str, str]:
+    fields = {
+        "metadata.name": pod.name,
+        "metadata.namespace": pod.namespace,
+        "status.podIP": HOST,
+        "status.hostIP": HOST,
+        "spec.nodeName": node.name,
+    }
+    env: dict[str, str] = {}
+    for var in container.env:
+        if var.field_path is not None:
+            env[var.name] = fields.get(var.field_path, "")
+        elif var.value is not None:
+            env[var.name] = var.value
+    return env

@@ -1,0 +1,94 @@
+"""The embedded cluster in-process: real processes, the real store, restarts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caldera.system.daemon import EmbeddedCluster
+from caldera.testing.waiting import wait_until
+
+
+def job(name: str, *, replicas: int = 1, gpus: int = 0, command: list[str], restart: str = "Never", **spec: Any) -> dict[str, Any]:
+    resources = {"requests": {"cpu": "100m", "memory": "64Mi", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "minAvailable": replicas,
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": replicas,
+                    "template": {"spec": {"restartPolicy": restart, "containers": [{"name": "main", "command": command, "resources": resources}]}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "caldera"
+
+
+@pytest.fixture
+def cluster(home: Path) -> Iterator[EmbeddedCluster]:
+    c = EmbeddedCluster(home, nodes=2, cpus_per_node="2", memory_per_node="4Gi", gpus_per_node=2, grace=2.0)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.shutdown(stop_pods=True)
+
+
+def phase(c: EmbeddedCluster, name: str) -> str:
+    return str(c.get_job("default", name)["phase"])
+
+
+def test_a_job_runs_to_completion_and_its_log_is_kept(cluster: EmbeddedCluster, home: Path) -> None:
+    cluster.apply(job("hello", replicas=2, command=["sh", "-c", "echo hello from $CALDERA_POD rank $VC_TASK_INDEX"]))
+    wait_until(lambda: phase(cluster, "hello") == "Completed", timeout=30, what="the job to complete")
+    summary = cluster.get_job("default", "hello")
+    assert [p["phase"] for p in summary["pods"]] == ["Succeeded", "Succeeded"]
+    log = (home / "pods" / "default" / "hello-worker-1" / "log").read_text()
+    assert "hello from hello-worker-1" in log
+
+
+def test_gang_on_virtual_nodes_one_job_runs_the_other_waits(cluster: EmbeddedCluster) -> None:
+    sleeper = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); signal.pause()"]
+    cluster.apply(job("a", replicas=4, gpus=1, command=sleeper))
+    cluster.apply(job("b", replicas=4, gpus=1, command=sleeper))
+    wait_until(lambda: phase(cluster, "a") == "Running", timeout=30, what="job a to run")
+    b = cluster.get_job("default", "b")
+    assert all(p["phase"] == "Pending" and not p["node"] for p in b["pods"]), b
+    nodes = {n["name"]: n for n in cluster.list_nodes()}
+    assert all(n["gpusUsed"] == 2 and n["virtualGpus"] for n in nodes.values())
+    cluster.delete_job("default", "a")
+    wait_until(lambda: phase(cluster, "b") == "Running", timeout=30, what="job b to run once a is gone")
+
+
+def test_daemon_restart_adopts_running_pods(home: Path) -> None:
+    first = EmbeddedCluster(home, nodes=1, cpus_per_node="2", memory_per_node="4Gi", grace=2.0)
+    first.start()
+    marker = home / "go"
+    script = f"import os, pathlib\nwhile not pathlib.Path({str(marker)!r}).exists(): os.sched_yield() if False else __import__('select').select([], [], [], 0.05)\nprint('done')"
+    first.apply(job("long", command=[sys.executable, "-c", script]))
+    wait_until(lambda: phase(first, "long") == "Running", timeout=30, what="the job to run")
+    first.shutdown(stop_pods=False)  # the daemon goes; its pod keeps running
+    second = EmbeddedCluster(home, grace=2.0)
+    second.start()
+    try:
+        assert phase(second, "long") == "Running"
+        marker.write_text("go")
+        wait_until(lambda: phase(second, "long") == "Completed", timeout=30, what="the adopted pod to finish")
+        pod = second.get_job("default", "long")["pods"][0]
+        assert pod["phase"] == "Succeeded" and pod["exitCode"] == 0 and pod["restarts"] == 0
+    finally:
+        second.shutdown(stop_pods=True)
