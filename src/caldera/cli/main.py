@@ -8,7 +8,21 @@ import sys
 import click
 
 from caldera import __version__
+from caldera.cli.apply import apply
+from caldera.cli.delete import delete
+from caldera.cli.describe import describe
+from caldera.cli.down import down
+from caldera.cli.get import get
+from caldera.cli.list import list_jobs
+from caldera.cli.logs import logs
+from caldera.cli.queue import queue
+from caldera.cli.resume import resume
 from caldera.cli.simulate import simulate
+from caldera.cli.submit import submit
+from caldera.cli.suspend import suspend
+from caldera.cli.top import top
+from caldera.cli.up import up
+from caldera.cli.wait import wait
 from caldera.core.errors import CalderaError
 
 
@@ -18,7 +32,24 @@ def cli() -> None:
     """caldera: gang-scheduled, elastic, fault-tolerant distributed training."""
 
 
-cli.add_command(simulate)
+for command in (
+    up,
+    down,
+    submit,
+    apply,
+    list_jobs,
+    get,
+    describe,
+    logs,
+    top,
+    wait,
+    delete,
+    suspend,
+    resume,
+    queue,
+    simulate,
+):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -1,0 +1,227 @@
+"""What the verbs over the API share: how they reach the cluster, their options, exit codes and output.
+
+Exit codes (one rule for every verb):
+  0  done;
+  1  the command ran but the answer is "no": `wait` timed out, or the job ended in
+     another phase than the one waited for;
+  2  the command could not do what was asked: a usage error, invalid input, an unknown
+     job, queue or pod ("job default/x not found"), a conflict, no daemon. One line on
+     stderr (`caldera: error: ...`), as `caldera.cli.main.main` prints CalderaErrors.
+
+The cluster is found through click's context object: a `CliContext` whose `cluster`
+is set (tests pass `obj=CliContext(cluster=fake)` to CliRunner.invoke) or, when it is
+not, a `Client` connected to the daemon of `$CALDERA_HOME`. Waiting uses the context's
+clock, so tests of `wait` run on a ManualClock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn, Protocol, TypeVar
+
+import click
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from caldera.client import Client, connect, home_dir
+from caldera.core.errors import CalderaError
+from caldera.system.api import JSON, ClusterAPI
+from caldera.utils.clock import Clock, SystemClock
+
+F = TypeVar("F", bound=Callable[..., Any])
+FINISHED_JOB_PHASES = ("Completed", "Failed", "Terminated", "Aborted")  # as `wait` reads them
+JOB_RESOURCE = "job.batch.volcano.sh"
+QUEUE_RESOURCE = "queue.scheduling.volcano.sh"
+_CLIENT = "caldera.client"
+
+
+class Cluster(ClusterAPI, Protocol):
+    """What the verbs use: the cluster's API, and the pod logs as text (a `Client`, or a fake)."""
+
+    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]: ...
+
+
+@dataclass(slots=True)
+class CliContext:
+    cluster: Cluster | None = None
+    home: Path | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    server_module: str = "caldera.server"  # what `caldera up` runs (tests: a daemon over a fake cluster)
+
+
+def context(ctx: click.Context) -> CliContext:
+    found = ctx.find_object(CliContext)
+    return found if found is not None else ctx.ensure_object(CliContext)
+
+
+def cluster(ctx: click.Context) -> Cluster:
+    """The cluster this invocation talks to: the context's, or the daemon's (connected once, closed at the end)."""
+    c = context(ctx)
+    if c.cluster is not None:
+        return c.cluster
+    client = ctx.meta.get(_CLIENT)
+    if not isinstance(client, Client):
+        client = connect(c.home)
+        ctx.meta[_CLIENT] = client
+        ctx.call_on_close(client.close)
+    return client
+
+
+def home(ctx: click.Context) -> Path:
+    return home_dir(context(ctx).home)
+
+
+def clock(ctx: click.Context) -> Clock:
+    return context(ctx).clock
+
+
+# ---------------------------------------------------------------- commands and errors
+
+
+class Verb(click.Command):
+    """A command whose CalderaErrors end as one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CalderaError as e:
+            fail(ctx, str(e), 2)
+
+
+class VerbGroup(click.Group):
+    """A group of Verbs (`caldera queue ...`, `caldera top ...`)."""
+
+    command_class = Verb
+
+
+def fail(ctx: click.Context, message: str, code: int = 2) -> NoReturn:
+    click.echo(f"caldera: error: {message}", err=True)
+    ctx.exit(code)
+
+
+def namespace_option(f: F) -> F:
+    return click.option("-n", "--namespace", default="default", show_default=True, help="the job's namespace")(f)
+
+
+def output_option(f: F) -> F:
+    choice = click.Choice(["table", "json", "yaml"])
+    return click.option("-o", "--output", type=choice, default="table", show_default=True, help="output format")(f)
+
+
+def emit(data: object, output: str) -> None:
+    """`data` as JSON or YAML on stdout (stable keys, in the order the API gives them)."""
+    if output == "yaml":
+        click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), nl=False)
+    else:
+        click.echo(json.dumps(data, indent=2))
+
+
+# ---------------------------------------------------------------- tables
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; when piped, wide enough that names are never cut."""
+    c = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not c.is_terminal:
+        c.width = int(os.environ.get("COLUMNS") or 200)
+    return c
+
+
+def table(*columns: str, title: str | None = None) -> Table:
+    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
+    for col in columns:
+        t.add_column(col)
+    return t
+
+
+def text(value: object) -> str:
+    """A table cell: `-` when absent; never read as rich markup."""
+    return "-" if value is None or value == "" else escape(str(value))
+
+
+# ---------------------------------------------------------------- jobs, pods and time
+
+
+def ordered_pods(summary: JSON, tasks: list[str] | None = None) -> list[JSON]:
+    """The job's pods in rank order: task by task (spec order if known), each by index.
+
+    The first one is the master / rank 0, whose log `caldera logs` shows by default."""
+    pods: list[JSON] = list(summary.get("pods") or [])
+    order = list(tasks or [])
+    for p in pods:
+        if str(p.get("task")) not in order:
+            order.append(str(p.get("task")))
+    return sorted(pods, key=lambda p: (order.index(str(p.get("task"))), int(p.get("index") or 0), str(p.get("name"))))
+
+
+def task_order(job: JSON) -> list[str]:
+    """The task names of a full job object, in spec order."""
+    return [str(t.get("name")) for t in (job.get("spec") or {}).get("tasks") or []]
+
+
+def pods_running(summary: JSON) -> str:
+    pods = summary.get("pods") or []
+    return f"{sum(1 for p in pods if p.get('phase') == 'Running')}/{len(pods)}"
+
+
+def timestamp(value: object) -> float | None:
+    """Seconds since the epoch, from a number or an RFC 3339 text; None when absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def human_duration(seconds: float | None) -> str:
+    """`42s`, `5m3s`, `2h10m`, `3d4h` (kubectl's spirit)."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s" if s % 60 else f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60}m" if s % 3600 // 60 else f"{s // 3600}h"
+    return f"{s // 86400}d{s % 86400 // 3600}h" if s % 86400 // 3600 else f"{s // 86400}d"
+
+
+def age(value: object, now: float) -> str:
+    t = timestamp(value)
+    return "-" if t is None else human_duration(now - t)
+
+
+def job_duration(summary: JSON, now: float) -> str:
+    """How long the job has run: from its start to its completion, or to now."""
+    start = timestamp(summary.get("startTime"))
+    if start is None:
+        return "-"
+    end = timestamp(summary.get("completionTime"))
+    return human_duration((end if end is not None else now) - start)
+
+
+@contextmanager
+def waiting(message: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while something is awaited (on a terminal only); yields its `update`."""
+    c = console(stderr=True)
+    if not c.is_terminal:
+        yield lambda _: None
+        return
+    with c.status(message) as status:
+        yield status.update

@@ -1,0 +1,241 @@
+"""The daemon's REST API: `ClusterAPI` over HTTP, on Kubernetes-like paths, behind a bearer token.
+
+  POST   /apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs?submitDir=D   apply a Job (201)
+  GET    /apis/batch.volcano.sh/v1alpha1/jobs | .../namespaces/{ns}/jobs     job summaries
+  GET    .../namespaces/{ns}/jobs/{name}            the job summary
+  GET    .../namespaces/{ns}/jobs/{name}/describe   spec, status, podgroup, events
+  DELETE .../namespaces/{ns}/jobs/{name}
+  POST   .../namespaces/{ns}/jobs/{name}/commands   {"action": "AbortJob" | "ResumeJob"}
+  POST   /apis/scheduling.volcano.sh/v1beta1/queues            apply a Queue (201)
+  GET    /apis/scheduling.volcano.sh/v1beta1/queues[/{name}]
+  PUT    /apis/scheduling.volcano.sh/v1beta1/queues/{name}/state {"state": "Open" | "Closed"}
+  DELETE /apis/scheduling.volcano.sh/v1beta1/queues/{name}
+  POST   /apis/scheduling.k8s.io/v1/priorityclasses            apply a PriorityClass (201)
+  GET    /api/v1/nodes                                         node summaries
+  GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
+  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N   the log, streamed
+  GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
+  GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
+Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
+errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
+the blocking cluster calls in its thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, FastAPI, Query, Request
+from fastapi.responses import PlainTextResponse, StreamingResponse
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from caldera import __version__
+from caldera.core.errors import FieldError, ValidationError
+from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
+from caldera.server.logstream import POLL_SECONDS, PodWatch, stream_file
+from caldera.system.api import JSON, ClusterAPI
+
+JOBS = "/apis/batch.volcano.sh/v1alpha1"
+QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+CORE = "/api/v1"
+JOB = f"{JOBS}/namespaces/{{namespace}}/jobs/{{name}}"
+SUCCESS: JSON = {"kind": "Status", "status": "Success"}
+
+Manifest = Annotated[dict[str, Any], Body(description="the object's manifest, as JSON")]
+Objects = Annotated[list[str] | None, Query(alias="object", description="only events about these objects")]
+Since = Annotated[int, Query(description="only events after this event id")]
+
+
+class CommandBody(BaseModel):
+    action: Literal["AbortJob", "ResumeJob"]
+
+
+class QueueStateBody(BaseModel):
+    state: Literal["Open", "Closed"]
+
+
+def create_app(
+    cluster: ClusterAPI,
+    token: str,
+    *,
+    on_shutdown: Callable[[bool], None] | None = None,
+    log_poll: float = POLL_SECONDS,
+) -> FastAPI:
+    """The API over `cluster`, for clients holding `token`.
+
+    `on_shutdown(stop_pods)` is how POST /shutdown stops the process that serves the
+    app (the daemon's main stops the server, then the cluster); without it the
+    cluster's own `shutdown` is called at once."""
+    if not token:
+        raise ValueError("the API token must not be empty")
+    app = FastAPI(
+        title="caldera",
+        version=__version__,
+        description="The caldera daemon's API: Volcano Jobs and Queues, nodes, events and pod logs.",
+        docs_url=None,  # an HTML page cannot send the bearer token; /openapi.json is the description
+        redoc_url=None,
+    )
+    install_error_handlers(app)
+    app.include_router(_volcano(cluster))
+    app.include_router(_core(cluster, log_poll))
+    app.include_router(_system(cluster, on_shutdown))
+    app.add_middleware(CatchAll)
+    app.add_middleware(BearerAuth, token=token)  # added last, so it runs first
+    return app
+
+
+def _volcano(cluster: ClusterAPI) -> APIRouter:
+    r = APIRouter(tags=["volcano"])
+
+    @r.post(f"{JOBS}/namespaces/{{namespace}}/jobs", status_code=201)
+    def apply_job(
+        namespace: str, manifest: Manifest, submit_dir: Annotated[str | None, Query(alias="submitDir")] = None
+    ) -> JSON:
+        return cluster.apply(_in_namespace(_of_kind(manifest, JOBS, "Job"), namespace), submit_dir)
+
+    @r.get(f"{JOBS}/jobs")
+    def list_all_jobs() -> JSON:
+        return _list("JobList", cluster.list_jobs(None))
+
+    @r.get(f"{JOBS}/namespaces/{{namespace}}/jobs")
+    def list_jobs(namespace: str) -> JSON:
+        return _list("JobList", cluster.list_jobs(namespace))
+
+    @r.get(JOB)
+    def get_job(namespace: str, name: str) -> JSON:
+        return cluster.get_job(namespace, name)
+
+    @r.get(f"{JOB}/describe")
+    def describe_job(namespace: str, name: str) -> JSON:
+        return cluster.describe_job(namespace, name)
+
+    @r.delete(JOB)
+    def delete_job(namespace: str, name: str) -> JSON:
+        cluster.delete_job(namespace, name)
+        return SUCCESS
+
+    @r.post(f"{JOB}/commands")
+    def command(namespace: str, name: str, body: CommandBody) -> JSON:
+        cluster.command(namespace, name, body.action)
+        return SUCCESS
+
+    @r.post(QUEUES, status_code=201)
+    def apply_queue(manifest: Manifest) -> JSON:
+        return cluster.apply(_of_kind(manifest, "/apis/scheduling.volcano.sh/v1beta1", "Queue"))
+
+    @r.get(QUEUES)
+    def list_queues() -> JSON:
+        return _list("QueueList", cluster.list_queues())
+
+    @r.get(f"{QUEUES}/{{name}}")
+    def get_queue(name: str) -> JSON:
+        return cluster.get_queue(name)
+
+    @r.put(f"{QUEUES}/{{name}}/state")
+    def set_queue_state(name: str, body: QueueStateBody) -> JSON:
+        return cluster.set_queue_state(name, body.state)
+
+    @r.delete(f"{QUEUES}/{{name}}")
+    def delete_queue(name: str) -> JSON:
+        cluster.delete_queue(name)
+        return SUCCESS
+
+    @r.post(PRIORITY_CLASSES, status_code=201)
+    def apply_priority_class(manifest: Manifest) -> JSON:
+        return cluster.apply(_of_kind(manifest, "/apis/scheduling.k8s.io/v1", "PriorityClass"))
+
+    return r
+
+
+def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
+    r = APIRouter(prefix=CORE, tags=["core"])
+
+    @r.get("/nodes")
+    def list_nodes() -> JSON:
+        return _list("NodeList", cluster.list_nodes())
+
+    @r.get("/events")
+    def all_events(objects: Objects = None, since: Since = 0) -> JSON:
+        return _list("EventList", cluster.events(None, tuple(objects or ()), since))
+
+    @r.get("/namespaces/{namespace}/events")
+    def events(namespace: str, objects: Objects = None, since: Since = 0) -> JSON:
+        return _list("EventList", cluster.events(namespace, tuple(objects or ()), since))
+
+    @r.get("/namespaces/{namespace}/pods/{pod}/logfile")
+    def log_file(namespace: str, pod: str) -> JSON:
+        return {"path": cluster.pod_log(namespace, pod)}
+
+    @r.get("/namespaces/{namespace}/pods/{pod}/log", response_class=PlainTextResponse)
+    async def log(
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail_lines: Annotated[int | None, Query(alias="tailLines", description="the last N lines")] = None,
+    ) -> StreamingResponse:
+        path = Path(await run_in_threadpool(cluster.pod_log, namespace, pod))
+        watch = PodWatch(cluster, namespace, pod)
+
+        async def finished() -> bool:
+            return await run_in_threadpool(watch.finished)
+
+        body = stream_file(path, tail=tail_lines, follow=follow, finished=finished, poll=log_poll)
+        return StreamingResponse(body, media_type="text/plain; charset=utf-8")
+
+    return r
+
+
+def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None) -> APIRouter:
+    r = APIRouter(tags=["daemon"])
+
+    @r.get("/info")
+    def info(request: Request) -> JSON:
+        data = dict(cluster.info())
+        if not data.get("listening"):
+            data["listening"] = str(request.base_url).rstrip("/")
+        return data
+
+    @r.post("/shutdown", status_code=202)
+    def shutdown(stop_pods: Annotated[bool, Query(alias="stopPods")] = True) -> JSON:
+        if on_shutdown is None:
+            cluster.shutdown(stop_pods=stop_pods)
+        else:
+            on_shutdown(stop_pods)
+        return {"kind": "Status", "status": "ShuttingDown", "stopPods": stop_pods}
+
+    return r
+
+
+def _list(kind: str, items: list[JSON]) -> JSON:
+    return {"kind": kind, "items": items}
+
+
+def _of_kind(manifest: JSON, group_path: str, kind: str) -> JSON:
+    """Refuse a manifest sent to another kind's path (apiVersion and kind, when given, must match)."""
+    api = group_path.removeprefix("/apis/")
+    errors = []
+    if manifest.get("apiVersion") not in (None, api):
+        errors.append(FieldError("apiVersion", f"this path takes {api}, not {manifest['apiVersion']}"))
+    if manifest.get("kind") not in (None, kind):
+        errors.append(FieldError("kind", f"this path takes {kind}, not {manifest['kind']}"))
+    if errors:
+        raise ValidationError(errors)
+    return manifest
+
+
+def _in_namespace(manifest: JSON, namespace: str) -> JSON:
+    """The manifest in the request's namespace (a different metadata.namespace is an error, as in Kubernetes)."""
+    meta = manifest.get("metadata")
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise ValidationError([FieldError("metadata", "must be a mapping")])
+    given = meta.get("namespace")
+    if given not in (None, "", namespace):
+        rule = f"{given!r} does not match the namespace of the request ({namespace!r})"
+        raise ValidationError([FieldError("metadata.namespace", rule)])
+    return {**manifest, "metadata": {**meta, "namespace": namespace}}

@@ -1,0 +1,335 @@
+"""An in-memory `ClusterAPI` for testing front ends (REST server, client, CLI) without a daemon.
+
+Manifests are checked by the real parser (`caldera.core.manifest`), so bad input fails
+as it would on a daemon; nothing is scheduled or run. A job's pods exist as soon as it
+is applied (Pending, no node), and tests move phases by hand (`set_phase`, `set_pod`)
+and write logs (`write_log`: one file per pod under `log_dir`). What the front end
+asked is recorded (`commands`, `shutdowns`, `submit_dirs`). Safe to call from any thread;
+log followers (`stream_log`) wake up on every change instead of polling.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from caldera import __version__
+from caldera.core import objects as o
+from caldera.core.errors import FieldError, ValidationError
+from caldera.core.manifest import parse_object
+from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
+from caldera.utils.clock import Clock, ManualClock
+
+DEFAULT_NODE: JSON = {
+    "name": "node-0",
+    "allocatable": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "2", "pods": "110"},
+    "allocated": {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0", "pods": "0"},
+    "gpus": 2,
+    "gpusUsed": 0,
+    "virtualGpus": True,
+    "pods": 0,
+}
+
+
+@dataclass(slots=True)
+class FakePod:
+    name: str
+    task: str
+    index: int
+    node: str | None = None
+    phase: str = o.POD_PENDING
+    exit_code: int | None = None
+    restarts: int = 0
+    address: str | None = None
+
+    def summary(self) -> JSON:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "index": self.index,
+            "node": self.node,
+            "phase": self.phase,
+            "exitCode": self.exit_code,
+            "restarts": self.restarts,
+            "address": self.address,
+        }
+
+
+@dataclass(slots=True)
+class FakeJob:
+    manifest: JSON
+    namespace: str
+    name: str
+    queue: str
+    min_available: int
+    created: float
+    pods: dict[str, FakePod] = field(default_factory=dict)
+    phase: str = o.PENDING
+    retry_count: int = 0
+    start: float | None = None
+    completion: float | None = None
+    reason: str = ""
+    message: str = ""
+
+    def summary(self) -> JSON:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "queue": self.queue,
+            "phase": self.phase,
+            "retryCount": self.retry_count,
+            "minAvailable": self.min_available,
+            "creationTimestamp": self.created,
+            "startTime": self.start,
+            "completionTime": self.completion,
+            "reason": self.reason,
+            "message": self.message,
+            "pods": [p.summary() for p in self.pods.values()],
+        }
+
+    def object(self) -> JSON:
+        meta = {**self.manifest.get("metadata", {}), "namespace": self.namespace, "creationTimestamp": self.created}
+        status = {"state": {"phase": self.phase, "reason": self.reason, "message": self.message}}
+        return {**self.manifest, "metadata": meta, "status": {**status, "retryCount": self.retry_count}}
+
+
+class FakeCluster:
+    """`ClusterAPI` + `stream_log` in memory. A queue `default` (Open) exists from the start."""
+
+    def __init__(self, log_dir: Path, *, clock: Clock | None = None, nodes: list[JSON] | None = None) -> None:
+        self.log_dir = log_dir
+        self.clock = clock or ManualClock(1_000_000.0)
+        self.nodes = [dict(n) for n in (nodes if nodes is not None else [DEFAULT_NODE])]
+        self.jobs: dict[tuple[str, str], FakeJob] = {}
+        self.queues: dict[str, JSON] = {}
+        self.priority_classes: dict[str, JSON] = {}
+        self.event_log: list[JSON] = []
+        self.commands: list[tuple[str, str, str]] = []
+        self.shutdowns: list[bool] = []
+        self.submit_dirs: dict[tuple[str, str], str | None] = {}
+        self._changed = threading.Condition()
+        self.apply({"apiVersion": o.SCHEDULING_API, "kind": "Queue", "metadata": {"name": "default"}, "spec": {}})
+
+    # ------------------------------------------------------------ ClusterAPI: writes
+
+    def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        obj = parse_object(manifest)
+        with self._changed:
+            if isinstance(obj, o.Job):
+                return self._apply_job(manifest, obj, submit_dir)
+            if isinstance(obj, o.Queue):
+                self.queues[obj.name] = obj.to_dict()
+                return self.queues[obj.name]
+            self.priority_classes[obj.name] = obj.to_dict()
+            return self.priority_classes[obj.name]
+
+    def _apply_job(self, manifest: JSON, job: o.Job, submit_dir: str | None) -> JSON:
+        namespace = job.metadata.namespace or "default"
+        queue = self.queues.get(job.spec.queue)
+        if queue is None:
+            raise ValidationError([FieldError("spec.queue", f"queue {job.spec.queue!r} does not exist")])
+        if queue["status"]["state"] != o.QUEUE_OPEN:
+            rule = f"queue {job.spec.queue!r} is {queue['status']['state']}: it takes no new job"
+            raise ValidationError([FieldError("spec.queue", rule)])
+        key = (namespace, job.name)
+        fake = FakeJob(dict(manifest), namespace, job.name, job.spec.queue, job.spec.min_available, self.clock.now())
+        for task in job.spec.tasks:
+            for i in range(task.replicas):
+                name = f"{job.name}-{task.name}-{i}"
+                fake.pods[name] = FakePod(name, task.name, i)
+        if key in self.jobs:
+            fake.created = self.jobs[key].created
+        self.jobs[key] = fake
+        self.submit_dirs[key] = submit_dir
+        self._notify()
+        return fake.object()
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        with self._changed:
+            self._job(namespace, name)
+            del self.jobs[(namespace, name)]
+            self._notify()
+
+    def command(self, namespace: str, name: str, action: str) -> None:
+        with self._changed:
+            job = self._job(namespace, name)
+            if action not in ("AbortJob", "ResumeJob"):
+                raise ValidationError([FieldError("action", f"{action!r} is not AbortJob or ResumeJob")])
+            self.commands.append((namespace, name, action))
+            job.phase = o.ABORTED if action == "AbortJob" else o.PENDING
+            self._notify()
+
+    def set_queue_state(self, name: str, state: str) -> JSON:
+        with self._changed:
+            queue = self.get_queue(name)
+            if state not in (o.QUEUE_OPEN, o.QUEUE_CLOSED):
+                raise ValidationError([FieldError("state", f"{state!r} is not Open or Closed")])
+            queue["status"]["state"] = state
+            return queue
+
+    def delete_queue(self, name: str) -> None:
+        with self._changed:
+            self.get_queue(name)
+            if name == "default":
+                raise Conflict("queue default cannot be deleted")
+            users = sorted(f"{j.namespace}/{j.name}" for j in self.jobs.values() if j.queue == name)
+            if users:
+                raise Conflict(f"queue {name} still has jobs: {', '.join(users)}")
+            del self.queues[name]
+
+    def shutdown(self, stop_pods: bool = True) -> None:
+        self.shutdowns.append(stop_pods)
+
+    # ------------------------------------------------------------ ClusterAPI: reads
+
+    def list_jobs(self, namespace: str | None = None) -> list[JSON]:
+        with self._changed:
+            return [j.summary() for (ns, _), j in sorted(self.jobs.items()) if namespace in (None, ns)]
+
+    def get_job(self, namespace: str, name: str) -> JSON:
+        with self._changed:
+            return self._job(namespace, name).summary()
+
+    def describe_job(self, namespace: str, name: str) -> JSON:
+        with self._changed:
+            job = self._job(namespace, name)
+            pg = {"metadata": {"name": name, "namespace": namespace}, "status": {"phase": "Inqueue"}}
+            objects = (name, *job.pods)
+            events = [e for e in self.event_log if e["namespace"] == namespace and e["object"] in objects]
+            return {"job": job.object(), "summary": job.summary(), "podgroup": pg, "events": events}
+
+    def list_queues(self) -> list[JSON]:
+        with self._changed:
+            return [self.queues[n] for n in sorted(self.queues)]
+
+    def get_queue(self, name: str) -> JSON:
+        queue = self.queues.get(name)
+        if queue is None:
+            raise NotFound(f"queue {name} not found")
+        return queue
+
+    def list_nodes(self) -> list[JSON]:
+        return [dict(n) for n in self.nodes]
+
+    def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
+        with self._changed:
+            return [
+                e
+                for e in self.event_log
+                if e["id"] > since and namespace in (None, e["namespace"]) and (not objects or e["object"] in objects)
+            ]
+
+    def pod_log(self, namespace: str, pod: str) -> str:
+        with self._changed:
+            self._pod(namespace, pod)
+            return str(self._log_path(namespace, pod))
+
+    def info(self) -> JSON:
+        return {"version": __version__, "home": str(self.log_dir), "nodes": len(self.nodes), "listening": ""}
+
+    # ------------------------------------------------------------ what the client adds
+
+    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The log as one chunk; with `follow`, then every append until the pod has finished."""
+        path = Path(self.pod_log(namespace, pod))
+        text = path.read_text() if path.exists() else ""
+        if tail is not None and tail >= 0:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[len(lines) - tail :]) if tail else ""
+        offset = path.stat().st_size if path.exists() else 0
+        if text:
+            yield text
+        while follow:
+            with self._changed:
+                # Seen finished, then drained: nothing written before the end is lost.
+                done = self._pod_finished(namespace, pod)
+                data = _read_from(path, offset)
+                if not data and not done:
+                    self._changed.wait(timeout=5.0)
+                    continue
+            offset += len(data)
+            if data:
+                yield data.decode(errors="replace")
+            elif done:
+                return
+
+    # ------------------------------------------------------------ what tests do
+
+    def set_phase(self, namespace: str, name: str, phase: str, *, reason: str = "", message: str = "") -> None:
+        with self._changed:
+            job = self._job(namespace, name)
+            job.phase, job.reason, job.message = phase, reason, message
+            if phase == o.RUNNING and job.start is None:
+                job.start = self.clock.now()
+            if phase in o.FINISHED_JOB_PHASES:
+                job.completion = self.clock.now()
+            self._notify()
+
+    def set_pod(self, namespace: str, pod: str, **changes: Any) -> None:
+        """Change a pod's fields (phase, node, exit_code, restarts, address)."""
+        with self._changed:
+            p = self._pod(namespace, pod)
+            for key, value in changes.items():
+                if not hasattr(p, key):
+                    raise AttributeError(f"a pod has no field {key!r}")
+                setattr(p, key, value)
+            self._notify()
+
+    def write_log(self, namespace: str, pod: str, text: str) -> Path:
+        """Append `text` to the pod's log file (created on first write)."""
+        with self._changed:
+            path = self._log_path(namespace, pod)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
+                f.write(text)
+            self._notify()
+            return path
+
+    def add_event(self, namespace: str, obj: str, kind: str, reason: str = "", message: str = "") -> None:
+        with self._changed:
+            event = {"id": len(self.event_log) + 1, "time": self.clock.now(), "namespace": namespace}
+            self.event_log.append(
+                {**event, "kind": kind, "object": obj, "node": "", "reason": reason, "message": message}
+            )
+
+    # ------------------------------------------------------------ internals
+
+    def _job(self, namespace: str, name: str) -> FakeJob:
+        job = self.jobs.get((namespace, name))
+        if job is None:
+            raise NotFound(f"job {namespace}/{name} not found")
+        return job
+
+    def _pod(self, namespace: str, pod: str) -> FakePod:
+        for (ns, _), job in self.jobs.items():
+            if ns == namespace and pod in job.pods:
+                return job.pods[pod]
+        raise NotFound(f"pod {namespace}/{pod} not found")
+
+    def _pod_finished(self, namespace: str, pod: str) -> bool:
+        try:
+            return self._pod(namespace, pod).phase in (o.POD_SUCCEEDED, o.POD_FAILED)
+        except NotFound:
+            return True
+
+    def _log_path(self, namespace: str, pod: str) -> Path:
+        return self.log_dir / namespace / pod / "log"
+
+    def _notify(self) -> None:
+        self._changed.notify_all()
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+if TYPE_CHECKING:
+    _checked: ClusterAPI = FakeCluster(Path())  # mypy: the fake keeps up with the protocol

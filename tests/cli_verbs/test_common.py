@@ -1,0 +1,64 @@
+"""The helpers the verbs share: durations, timestamps, rank order, and how the cluster is found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from caldera.cli.common import human_duration, ordered_pods, timestamp
+from caldera.cli.list import list_jobs
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "-"),
+        (-5, "0s"),
+        (42, "42s"),
+        (60, "1m"),
+        (303, "5m3s"),
+        (3600, "1h"),
+        (7800, "2h10m"),
+        (86400 * 3 + 3600 * 4 + 5, "3d4h"),
+        (86400 * 2, "2d"),
+    ],
+)
+def test_human_duration(seconds: float | None, text: str) -> None:
+    assert human_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, None),
+        ("", None),
+        (12.5, 12.5),
+        ("12.5", 12.5),
+        ("1970-01-01T00:01:00Z", 60.0),
+        ("1970-01-01T00:01:00+00:00", 60.0),
+        ("yesterday", None),
+    ],
+)
+def test_timestamp(value: object, seconds: float | None) -> None:
+    assert timestamp(value) == seconds
+
+
+def test_ordered_pods_by_spec_then_index() -> None:
+    pods = [
+        {"name": "j-worker-10", "task": "worker", "index": 10},
+        {"name": "j-worker-2", "task": "worker", "index": 2},
+        {"name": "j-ps-0", "task": "ps", "index": 0},
+        {"name": "j-chief-0", "task": "chief", "index": 0},
+    ]
+    ranked = [p["name"] for p in ordered_pods({"pods": pods}, ["chief", "worker"])]
+    assert ranked == ["j-chief-0", "j-worker-2", "j-worker-10", "j-ps-0"]  # tasks unknown to the spec come last
+    assert ordered_pods({"pods": pods})[0]["name"] == "j-worker-2"  # without a spec: tasks in the order first seen
+
+
+def test_without_a_daemon_a_verb_says_how_to_start_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CALDERA_HOME", str(tmp_path))
+    r = CliRunner().invoke(list_jobs, [])
+    assert r.exit_code == 2
+    assert r.stderr == "caldera: error: the caldera daemon is not running: start it with `caldera up`\n"

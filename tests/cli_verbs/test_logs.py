@@ -1,0 +1,72 @@
+"""`caldera logs`: rank 0 by default (instances listed on stderr), -i, -t, -f."""
+
+from __future__ import annotations
+
+import pytest
+
+from caldera.testing.fake_cluster import FakeCluster
+
+from .conftest import Run
+from .manifests import job
+
+
+@pytest.fixture
+def logged(fake: FakeCluster) -> FakeCluster:
+    fake.apply(job("train"))
+    for pod in ("train-master-0", "train-worker-0", "train-worker-1"):
+        fake.write_log("default", pod, f"{pod}: one\n{pod}: two\n{pod}: three\n")
+    return fake
+
+
+def test_default_is_the_master_and_the_instances_go_to_stderr(run: Run, logged: FakeCluster) -> None:
+    r = run("logs", "train")
+    assert r.exit_code == 0
+    assert r.stdout == "train-master-0: one\ntrain-master-0: two\ntrain-master-0: three\n"
+    assert r.stderr == (
+        "job default/train has 3 instances: train-master-0 (rank 0), train-worker-0, train-worker-1; "
+        "showing train-master-0 (choose with -i)\n"
+    )
+
+
+def test_rank_0_follows_the_spec_order_of_tasks(run: Run, fake: FakeCluster) -> None:
+    manifest = job("ps")
+    tasks = manifest["spec"]["tasks"]  # type: ignore[index]
+    tasks[0]["name"], tasks[1]["name"] = "trainer", "pserver"  # trainer first, though "pserver" sorts first
+    fake.apply(manifest)
+    fake.write_log("default", "ps-trainer-0", "I am the trainer\n")
+    assert run("logs", "ps").stdout == "I am the trainer\n"
+
+
+def test_a_single_pod_job_lists_nothing(run: Run, fake: FakeCluster) -> None:
+    fake.apply(job("solo", workers=0))
+    fake.write_log("default", "solo-master-0", "alone\n")
+    r = run("logs", "solo")
+    assert r.stdout == "alone\n" and r.stderr == ""
+
+
+@pytest.mark.parametrize("instance", ["train-worker-1", "worker-1"])
+def test_instance_by_name_or_short_name(run: Run, logged: FakeCluster, instance: str) -> None:
+    r = run("logs", "train", "-i", instance, "-t", "1")
+    assert r.exit_code == 0 and r.stdout == "train-worker-1: three\n" and r.stderr == ""
+
+
+def test_an_unknown_instance(run: Run, logged: FakeCluster) -> None:
+    r = run("logs", "train", "-i", "worker-9")
+    assert r.exit_code == 2
+    assert r.stderr == (
+        "caldera: error: worker-9 is not an instance of job default/train "
+        "(instances: train-master-0, train-worker-0, train-worker-1)\n"
+    )
+
+
+def test_follow_a_finished_pod_prints_it_all_and_returns(run: Run, logged: FakeCluster) -> None:
+    logged.set_pod("default", "train-master-0", phase="Succeeded", exit_code=0)
+    r = run("logs", "train", "-f", "-t", "2")
+    assert r.exit_code == 0 and r.stdout == "train-master-0: two\ntrain-master-0: three\n"
+
+
+def test_a_job_without_pods_yet(run: Run, fake: FakeCluster) -> None:
+    fake.apply(job("train"))
+    fake.jobs[("default", "train")].pods.clear()
+    r = run("logs", "train")
+    assert r.exit_code == 2 and r.stderr == "caldera: error: job default/train has no pods yet (it is Pending)\n"
