@@ -154,11 +154,7 @@ CASES = [
     case("config", "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gangg\n", "tiers[0].plugins[0].name", "unknown plugin", "unknown-plugin"),
     case("config", "actions: enqueue, frobnicate\ntiers:\n- plugins:\n  - name: gang\n", "actions", "unknown action", "unknown-action"),
     case("config", "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe\n", "tiers[0].plugins[0].enableJobOrder", "true or false", "bad-flag"),
-    pytest.param(
-        Case("config", "actions: allocate\nconfigurations: 5\n", "configurations", ""),
-        id="config-configurations-not-a-list",
-        marks=pytest.mark.xfail(reason="scheduler/config.py raises TypeError on a non-list `configurations`"),
-    ),
+    case("config", "actions: allocate\nconfigurations: 5\n", "configurations", "must be a list", "configurations-not-a-list"),
 ]  # fmt: skip
 
 

@@ -13,7 +13,9 @@ from caldera.system.daemon import EmbeddedCluster
 from caldera.testing.waiting import wait_until
 
 
-def job(name: str, *, replicas: int = 1, gpus: int = 0, command: list[str], restart: str = "Never", **spec: Any) -> dict[str, Any]:
+def job(
+    name: str, *, replicas: int = 1, gpus: int = 0, command: list[str], restart: str = "Never", **spec: Any
+) -> dict[str, Any]:
     resources = {"requests": {"cpu": "100m", "memory": "64Mi", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}}
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
@@ -25,7 +27,12 @@ def job(name: str, *, replicas: int = 1, gpus: int = 0, command: list[str], rest
                 {
                     "name": "worker",
                     "replicas": replicas,
-                    "template": {"spec": {"restartPolicy": restart, "containers": [{"name": "main", "command": command, "resources": resources}]}},
+                    "template": {
+                        "spec": {
+                            "restartPolicy": restart,
+                            "containers": [{"name": "main", "command": command, "resources": resources}],
+                        }
+                    },
                 }
             ],
             **spec,
@@ -62,7 +69,11 @@ def test_a_job_runs_to_completion_and_its_log_is_kept(cluster: EmbeddedCluster, 
 
 
 def test_gang_on_virtual_nodes_one_job_runs_the_other_waits(cluster: EmbeddedCluster) -> None:
-    sleeper = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); signal.pause()"]
+    sleeper = [
+        sys.executable,
+        "-c",
+        "import signal, sys; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); signal.pause()",
+    ]
     cluster.apply(job("a", replicas=4, gpus=1, command=sleeper))
     cluster.apply(job("b", replicas=4, gpus=1, command=sleeper))
     wait_until(lambda: phase(cluster, "a") == "Running", timeout=30, what="job a to run")

@@ -143,7 +143,11 @@ def config_from_dict(doc: Mapping[str, Any], source: str = "") -> SchedulerConfi
     if "proportion" in seen and "capacity" in seen:
         errors.append(FieldError("tiers", "proportion and capacity both set queue shares; use one"))
     action_args: dict[str, Mapping[str, object]] = {}
-    for i, c in enumerate(doc.get("configurations") or []):
+    raw_configurations = doc.get("configurations") or []
+    if not isinstance(raw_configurations, list):
+        errors.append(FieldError("configurations", "must be a list of {name, arguments}"))
+        raw_configurations = []
+    for i, c in enumerate(raw_configurations):
         if not isinstance(c, dict) or "name" not in c:
             errors.append(FieldError(f"configurations[{i}]", "must be {name, arguments}"))
             continue
