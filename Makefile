@@ -4,15 +4,18 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo demo-sim test lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,examples]'
 	touch $@
 
 demo: $(BIN)/.installed
+	examples/demo.sh
+
+demo-sim: $(BIN)/.installed
 	$(BIN)/python -m caldera.cli.demo
 
 lint: $(BIN)/.installed
