@@ -33,7 +33,7 @@ from caldera.controller import (
     resolve,
     target_for,
 )
-from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, Target
+from caldera.controller.events import INTERNAL_ACTIONS, JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
 from caldera.core.errors import FieldError, ValidationError
@@ -245,9 +245,14 @@ class ControlPlane:
             for entry in self.delayed.due(self.clock.now()):
                 self._run(entry.key, entry.action, entry.target)
             if self._requests:
+                # Requests are resolved one by one (timers and policies see each), but the
+                # SyncJob they mostly resolve to is idempotent: it runs once per job, after the rest.
+                syncs: dict[str, None] = {}
                 while self._requests:
                     key, req = self._requests.popleft()
-                    self._handle(key, req)
+                    self._handle(key, req, syncs)
+                for key in syncs:
+                    self._run(key, SYNC_JOB, JOB_TARGET)
                 continue
             state = self.state
             if not self._dirty or not (state.waiting or state.pending_groups or state.dirty_jobs):
@@ -284,7 +289,7 @@ class ControlPlane:
     def _request(self, job_key: str, req: Request) -> None:
         self._requests.append((job_key, req))
 
-    def _handle(self, key: str, req: Request) -> None:
+    def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
         job = self.jobs.get(key)
         if job is None:
             return
@@ -301,6 +306,9 @@ class ControlPlane:
                 event=req.event,
                 pod_uid=pod.metadata.uid if pod else "",
             )
+            return
+        if res.action == SYNC_JOB:
+            syncs[key] = None
             return
         self._run(key, res.action, target)
 
