@@ -29,7 +29,8 @@ def replay(trace: Path, jobs: int | None, nodes: int) -> dict[str, float]:
     rows, errors = read_philly(trace)
     rows = rows[:jobs] if jobs else rows
     node_list = tuple(
-        make_node(f"node-{i:05d}", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}) for i in range(nodes)
+        make_node(f"node-{i:05d}", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"})
+        for i in range(nodes)
     )
     sim = Simulation(Cluster(node_list, tuple(queues_of(rows)), ()), Workload(tuple(philly_arrivals(rows))))
     t1 = time.perf_counter()
