@@ -55,7 +55,8 @@ for command in (
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        cli.main(standalone_mode=False)
+        # Out of standalone mode click returns, not raises, the code a command exits with (`ctx.exit(2)`).
+        code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(130)
     except click.UsageError as e:
@@ -78,6 +79,8 @@ def main() -> None:
             f"caldera: internal error: {type(e).__name__}: {e} (set CALDERA_DEBUG=1 for the traceback)", err=True
         )
         sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ what a Volcano user would write:
 
 | submit | tasks (replicas) | plugins (besides svc, env) | done when |
 |---|---|---|---|
-| pytorch --workers W | master (1), worker (W-1; none if W = 1) | pytorch --master=master --worker=worker --port=23456 | every pod succeeded |
+| pytorch --workers W | master (1), worker (W-1; none if W = 1) | pytorch --master=master --worker=worker (if W > 1) --port=23456 | every pod succeeded |
 | tf --ps P --workers W [--chief] [--evaluator] | ps (P), worker (W), chief (1), evaluator (1) | tensorflow, one role flag per task present, --port=2222 | chief TaskCompleted, else worker TaskCompleted |
 | paddle [--pservers P] --trainers T | pserver (P; none if P = 0: collective), trainer (T) | paddle [--pserver=pserver] --trainer=trainer --port=36543 | trainer TaskCompleted (PS mode), else every pod |
 | mpi --workers N | master (1, the launcher), worker (N) | mpi --master=master --worker=worker, ssh | master TaskCompleted |
@@ -34,9 +34,9 @@ Choices, and why:
   them. The image is written when given (the embedded executor ignores it).
 - The command is the container's `command`, exec'd without a shell.
 - Plugins `svc` and `env` everywhere (hosts lists, VC_TASK_INDEX); `ssh` for mpi as the
-  Volcano webhook adds it. pytorch names both roles even without a worker task, as its
-  plugin counts a missing task as 0 replicas; the others name only the tasks present,
-  since paddle chooses parameter-server mode by whether its pserver task exists.
+  Volcano webhook adds it. Role flags name only the tasks present: caldera's plugins refuse
+  a flag naming a missing task (a typo), and paddle chooses parameter-server mode by
+  whether its pserver task exists.
 - `data` becomes the pod-template annotation `caldera.dev/data: "SRC:DST,..."`: SRC an
   absolute host path, DST a relative path inside the pod's directory, where the embedded
   executor links it. Not a hostPath volume: a relative DST is no mountPath. No
@@ -194,7 +194,8 @@ def pytorch_job(spec: SubmitSpec, *, workers: int, min_workers: int | None = Non
     if workers > 1:
         worker_min = None if min_workers is None else min_workers - 1
         roles.append(_Role("worker", workers - 1, spec.command, min_available=worker_min))
-    flags = ["--master=master", "--worker=worker", f"--port={PYTORCH_PORT}"]
+    # A role flag must name a task of the job (the plugin refuses one that does not): no worker flag alone.
+    flags = ["--master=master", *(["--worker=worker"] if workers > 1 else []), f"--port={PYTORCH_PORT}"]
     return _job(spec, "pytorch", roles, {"pytorch": flags}, min_available=min_workers or workers)
 
 

@@ -59,7 +59,7 @@ def read_token(home: Path) -> str:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a child of ours that exited is reaped, not counted)."""
+    """Whether process `pid` still runs (a child of ours that exited is reaped, not counted; a zombie is dead)."""
     if pid <= 0:
         return False
     try:
@@ -74,7 +74,18 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # someone else's process
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits for its parent to reap it. A daemon's parent is init, which may
+    take seconds to reap it (or never, as PID 1 of a container that is not an init): it is gone all the same."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False  # no /proc (or it went meanwhile): kill(0) answered
+    return stat[stat.rindex(b")") + 2 :].split()[:1] == [b"Z"]
 
 
 def running_daemon(home: Path) -> DaemonInfo | None:

@@ -24,23 +24,26 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from caldera import __version__
+from caldera import __version__, controller
 from caldera.backends.local import LocalExecutor, ProcessEvent
 from caldera.backends.sqlite_store import SqliteStore
+from caldera.controller.frameworks import PluginError, job_ports, render
 from caldera.core import objects as o
+from caldera.core.addresses import MappedAddresses
 from caldera.core.errors import FieldError, ValidationError
-from caldera.core.manifest import parse_object, parse_queue
+from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
 from caldera.core.resources import GPU, format_resource_list
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.control import ControlPlane
-from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
+from caldera.system.runtime import HOST, SUBMIT_DIR, GpuBook, LocalRuntime
 from caldera.utils.clock import Clock, SystemClock
 
 log = logging.getLogger("caldera.daemon")
 T = TypeVar("T")
 USER_ACTIONS = ("AbortJob", "ResumeJob")
+EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an event as describe shows it
 
 
 class EmbeddedCluster:
@@ -161,16 +164,23 @@ class EmbeddedCluster:
         obj = parse_object(manifest, "request")
         if isinstance(obj, o.Queue):
             return self._call(lambda: self._apply_queue(obj))
+        if isinstance(obj, o.PriorityClass):
+            return self._call(lambda: self._apply_priority_class(obj))
         if isinstance(obj, o.Job):
             if submit_dir:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
             _check_commands(obj, submit_dir)
+            _check_plugins(obj)
             return self._call(lambda: self._submit(obj))
         raise ValidationError([FieldError("kind", f"{obj.__class__.__name__} objects cannot be applied")], "request")
 
     def _apply_queue(self, queue_obj: o.Queue) -> JSON:
         self.plane.add_queue(queue_obj)
         return queue_obj.to_dict()
+
+    def _apply_priority_class(self, pc: o.PriorityClass) -> JSON:
+        self.plane.add_priority_class(pc)
+        return pc.to_dict()
 
     def _submit(self, job: o.Job) -> JSON:
         if job.key in self.plane.jobs:
@@ -244,12 +254,17 @@ class EmbeddedCluster:
         def run() -> JSON:
             job = self._job(namespace, name)
             pg = self.plane.podgroups.get(job.key)
-            objects = (job.name, *(p.name for p in self.plane.job_pods.get(job.key, {}).values()))
+            # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
+            pods = (controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(t.replicas))
+            objects = {job.name, controller.podgroup_name(job), *pods}
+            # The store's (those of earlier daemons too), then those this turn has not written yet.
+            saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
+            fresh = self.plane.events[self._events_saved :]
             return {
                 "job": persist.job_record(job),
                 "summary": self._summary(job),
                 "podgroup": pg.to_dict() if pg else None,
-                "events": [e.to_dict() for e in self.plane.events if e.namespace == namespace and e.object in objects],
+                "events": saved + [e.to_dict() for e in fresh if e.namespace == namespace and e.object in objects],
             }
 
         return self._call(run)
@@ -355,6 +370,8 @@ class EmbeddedCluster:
         want: dict[tuple[str, str, str], str] = {}
         for q in self.plane.queues.values():
             want[("Queue", "", q.name)] = json.dumps(q.to_dict(), sort_keys=True)
+        for pc in self.plane.priority_classes.values():
+            want[("PriorityClass", "", pc.name)] = json.dumps(pc.to_dict(), sort_keys=True)
         ports: dict[str, dict[str, int]] = {}  # pod key → its container ports' host ports
         for job in self.plane.jobs.values():
             want[("Job", job.namespace, job.name)] = json.dumps(persist.job_record(job), sort_keys=True)
@@ -386,6 +403,8 @@ class EmbeddedCluster:
         plane = self.plane
         for s in self.store.list("Queue"):
             plane.add_queue(parse_queue(s.body, "stored queue"))
+        for s in self.store.list("PriorityClass"):  # before the pods, whose priorities they give
+            plane.add_priority_class(parse_priority_class(s.body, "stored priority class"))
         groups = {(s.namespace, s.body["spec"].get("job", "")): s.body for s in self.store.list("PodGroup")}
         pods: dict[tuple[str, str], list[JSON]] = {}
         for s in self.store.list("Pod"):
@@ -421,6 +440,17 @@ class EmbeddedCluster:
             if pod.node_name and not pod.finished and pod.key not in seen:
                 # The store says it runs but no process is left (its pod directory is gone): it was killed.
                 self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
+
+
+def _check_plugins(job: o.Job) -> None:
+    """Refuse a job its plugins cannot wire (a role flag naming no task, a bad port, ...): none of its pods could start."""
+    try:
+        addresses = MappedAddresses(HOST, {slot: slot[1] for slot in job_ports(job)})
+        for task in job.spec.tasks:
+            if task.replicas > 0:
+                render(job, task, 0, addresses)
+    except PluginError as e:
+        raise ValidationError([FieldError("spec.plugins", str(e))], f"job {job.name}") from None
 
 
 def _check_commands(job: o.Job, submit_dir: str | None) -> None:

@@ -1,0 +1,54 @@
+"""The CTR parameter-server job, applied as its Volcano manifest: one gang; done when the trainers are.
+
+Its policies (trainer TaskCompleted → CompleteJob) make the job Completed once the trainers
+finish, the parameter servers, which would serve for ever, being stopped then.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import Caldera
+
+pytestmark = pytest.mark.e2e
+
+PODS = ("ctr-volcano-pserver-0", "ctr-volcano-pserver-1", "ctr-volcano-trainer-0", "ctr-volcano-trainer-1")
+
+
+def test_the_ctr_job_trains_and_stops_its_pservers(caldera: Caldera) -> None:
+    caldera.up()
+    assert caldera.ok("apply", "-f", "examples/paddle-ps-ctr/ctr-volcano.yaml") == (
+        "job.batch.volcano.sh/ctr-volcano created\n"
+    )
+    waited = caldera.run("wait", "ctr-volcano", "--timeout", "120")
+    assert waited.returncode == 0, waited.stdout + waited.stderr + caldera.daemon_log()
+    job = caldera.json("get", "ctr-volcano")
+    assert (job["phase"], job["retryCount"]) == ("Completed", 0), job
+    # The pservers were stopped (and removed, as CompleteJob does): the trainers are what is left.
+    assert [(p["name"], p["phase"], p["exitCode"]) for p in job["pods"]] == [
+        ("ctr-volcano-trainer-0", "Succeeded", 0),
+        ("ctr-volcano-trainer-1", "Succeeded", 0),
+    ]
+
+    events = caldera.json("describe", "ctr-volcano")["events"]
+    kinds = [(e["kind"], e["object"]) for e in events]
+    # The four started together: all bound in one go, before any of them ended.
+    binds = [i for i, (kind, _) in enumerate(kinds) if kind == "Bind"]
+    assert sorted(kinds[i][1] for i in binds) == list(PODS), events
+    first_end = min(i for i, (kind, _) in enumerate(kinds) if kind in ("PodPhase", "PodDeleted"))
+    assert max(binds) < first_end, events
+    assert any(e["kind"] == "JobPhase" and e["message"] == "4 pods started, minAvailable 4" for e in events)
+    # The trainers completed, then the job stopped the pservers.
+    ends = [(e["kind"], e["object"]) for e in events if e["kind"] in ("PodPhase", "PodDeleted")]
+    assert sorted(ends[:2]) == [("PodPhase", "ctr-volcano-trainer-0"), ("PodPhase", "ctr-volcano-trainer-1")], events
+    assert sorted(ends[2:]) == [("PodDeleted", "ctr-volcano-pserver-0"), ("PodDeleted", "ctr-volcano-pserver-1")]
+    for pserver in PODS[:2]:
+        assert "SIGTERM received, stopping" in caldera.pod_log(pserver)
+
+    for i in (0, 1):
+        log = caldera.ok("logs", "ctr-volcano", "-i", f"trainer-{i}")
+        auc = re.search(rf"^trainer {i}: held-out auc (0\.\d+) logloss", log, re.MULTILINE)
+        assert auc and float(auc.group(1)) >= 0.7, log  # a constant click rate scores 0.5
+        assert f"trainer {i} done: auc" in log
