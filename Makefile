@@ -32,3 +32,8 @@ bench: $(BIN)/.installed
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+# The trace study (docs/trace-study.md and its plots): every shipped policy on the Pollux/Sia
+# Philly sample (several seeds) and on the whole Philly trace. Takes a while: see the document.
+study: $(BIN)/.installed
+	$(BIN)/python scripts/trace_study.py

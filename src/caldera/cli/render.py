@@ -53,3 +53,31 @@ def print_timeline(report: dict[str, Any], console: Console | None = None) -> No
         f"jobs {s['jobs']}  avgJCT {_t(s['avgJCT'])}  p99JCT {_t(s['p99JCT'])}  "
         f"avgQueueDelay {_t(s['avgQueueDelay'])}  makespan {_t(s['makespan'])}  gpuUtilization {_t(s['gpuUtilization'])}"
     )
+
+
+def print_summary(report: dict[str, Any], console: Console | None = None) -> None:
+    """The summary line alone, for runs with too many jobs to list (`-o json` has them all)."""
+    console = console or Console()
+    s = report["summary"]
+    console.print(f"{s['jobs']:,} jobs, {len(report['pods']):,} pod attempts: per-job tables left out (see -o json)")
+    console.print(
+        f"jobs {s['jobs']}  avgJCT {_t(s['avgJCT'])}  p99JCT {_t(s['p99JCT'])}  "
+        f"avgQueueDelay {_t(s['avgQueueDelay'])}  makespan {_t(s['makespan'])}  gpuUtilization {_t(s['gpuUtilization'])}"
+    )
+
+
+def print_comparison(
+    headers: list[str], rows: list[list[str]], *, title: str = "", console: Console | None = None
+) -> None:
+    """One row per policy (`caldera simulate compare`)."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a file or a pipe: the whole table, not one folded to 80 columns
+            console = Console(width=240)
+    table = Table(title=title or None, title_justify="left")
+    for i, h in enumerate(headers):
+        # Names and numbers never wrap: a number split over two lines reads as two numbers.
+        table.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

@@ -1,4 +1,10 @@
-"""`caldera simulate`: replay a workload on a described cluster with the real scheduler and controller.
+"""`caldera simulate`: replay a workload or a trace on a cluster with the real scheduler and controller.
+
+`caldera simulate --cluster C --workload W [-o json]` is issue 2's contract,
+unchanged; `--trace` and the sampling options replay a public trace instead.
+`caldera simulate compare` (simulate_compare.py) runs several policies on one
+workload. `simulate` is a click group that runs itself when no subcommand is
+given, so both read naturally and the contract's command line stays as it was.
 
 Every problem with the inputs (a file that cannot be read, YAML that does not
 parse, a field that breaks a rule) is a CalderaError naming the file and the
@@ -8,38 +14,54 @@ field path, which the entry point prints as one line with exit code 2.
 from __future__ import annotations
 
 import json
-import math
+from typing import Any
 
 import click
 
-from caldera.cli.render import print_timeline
+from caldera.cli.render import print_summary, print_timeline
+from caldera.cli.simulate_compare import compare
+from caldera.cli.simulate_options import inputs_from, warn_count, workload_options
 from caldera.scheduler.config import default_config, parse_config
 from caldera.scheduler.scheduler import Scheduler
+from caldera.sim.compare import load_policy
 from caldera.sim.engine import Simulation
-from caldera.sim.inputs import load, read_text
+from caldera.sim.inputs import read_text
 from caldera.sim.report import build
 
-
-def _seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and (not math.isfinite(value) or value < 0):
-        raise click.BadParameter(f"{value:g} is not a number of seconds >= 0", ctx, param)
-    return value
+TIMELINE_MAX_JOBS = 200  # above this a per-job table is a wall of text: the summary only, JSON has it all
 
 
-@click.command()
-@click.option("--cluster", "cluster_path", required=True, type=click.Path(dir_okay=False), help="CLUSTER.yaml")
-@click.option("--workload", "workload_path", required=True, type=click.Path(dir_okay=False), help="WORKLOAD.yaml")
+@click.group(invoke_without_command=True, subcommand_metavar="[compare ...]")
+@workload_options
 @click.option("--scheduler-config", "config_path", type=click.Path(dir_okay=False), help="Volcano scheduler conf")
-@click.option("--until", type=float, callback=_seconds, help="stop the virtual clock at this many seconds")
+@click.option("--policy", "policy", help="a shipped policy by name (instead of --scheduler-config)")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def simulate(cluster_path: str, workload_path: str, config_path: str | None, until: float | None, output: str) -> None:
-    """Replay WORKLOAD on CLUSTER on a virtual clock and report what happened."""
-    config = parse_config(read_text(config_path), config_path) if config_path else default_config()
-    cluster, workload = load(cluster_path, workload_path)
-    sim = Simulation(cluster, workload, Scheduler(config), until=until)
+@click.pass_context
+def simulate(ctx: click.Context, /, config_path: str | None, policy: str | None, output: str, **options: Any) -> None:
+    """Replay a workload (or a trace) on a cluster on a virtual clock and report what happened."""
+    if ctx.invoked_subcommand is not None:
+        return  # `simulate compare ...`: its own options say everything
+    if options["cluster"] is None and options["trace"] is None:
+        raise click.UsageError("Missing option '--cluster'.", ctx)
+    if options["workload"] is None and options["trace"] is None:
+        raise click.UsageError("Missing option '--workload' (or --trace).", ctx)
+    if config_path and policy:
+        raise click.UsageError("give --scheduler-config or --policy, not both", ctx)
+    if policy:
+        config = load_policy(policy)[1]
+    else:
+        config = parse_config(read_text(config_path), config_path) if config_path else default_config()
+    inputs = inputs_from(options)
+    sim = Simulation(inputs.cluster, inputs.workload, Scheduler(config), until=options["until"])
     sim.run()
     report = build(sim)
     if output == "json":
         click.echo(json.dumps(report, sort_keys=False))
+    elif len(report["jobs"]) > TIMELINE_MAX_JOBS:
+        print_summary(report)
     else:
         print_timeline(report)
+    warn_count(inputs)
+
+
+simulate.add_command(compare)

@@ -42,6 +42,9 @@ PLUGINS = (
     "binpack",
     "task-topology",
     "sla",
+    "fifo",
+    "las",
+    "srtf",
 )
 
 DEFAULT_CONFIG = """

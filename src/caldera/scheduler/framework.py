@@ -169,6 +169,7 @@ PREDICATE: Point[list[Rejection]] = Point("predicate", _mask, "enablePredicate")
 NODE_ORDER: Point[Scores | None] = Point("node_order", _sum, "enableNodeOrder")
 ON_ALLOCATE: Point[None] = Point("on_allocate", _each)
 ON_DEALLOCATE: Point[None] = Point("on_deallocate", _each)
+ON_SESSION_OPEN: Point[None] = Point("on_session_open", _each)
 ON_SESSION_CLOSE: Point[None] = Point("on_session_close", _each)
 
 POINTS: tuple[Point[Any], ...] = (
@@ -192,6 +193,7 @@ POINTS: tuple[Point[Any], ...] = (
     NODE_ORDER,
     ON_ALLOCATE,
     ON_DEALLOCATE,
+    ON_SESSION_OPEN,
     ON_SESSION_CLOSE,
 )
 

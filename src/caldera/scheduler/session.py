@@ -21,6 +21,7 @@ from caldera.scheduler.framework import (
     JOB_READY,
     NODE_ORDER,
     ON_SESSION_CLOSE,
+    ON_SESSION_OPEN,
     POINTS,
     PREDICATE,
     QUEUE_ORDER,
@@ -80,12 +81,18 @@ class Session:
         self._layout = layout if layout is not None else hook_layout(config, registry)
         self._hooks: dict[str, Tiers] = {}
         self.plugins: dict[str, Plugin] = {}  # built on first use: most cycles consult few plugins
+        if any(self._layout.get(ON_SESSION_OPEN.name, ())):  # plugins with time-driven state catch up before any action
+            self.call(ON_SESSION_OPEN)
 
     def call(self, point: Point[R], *args: object) -> R:
         hooks = self._hooks.get(point.name)
         if hooks is None:
             hooks = self._hooks[point.name] = self._collect(point)
         return point.reduce(hooks, args)
+
+    def implemented(self, point: Point[Any]) -> bool:
+        """Whether any configured plugin answers at `point` (else its reducer's default applies)."""
+        return any(self._layout[point.name])
 
     def _collect(self, point: Point[Any]) -> Tiers:
         return [[getattr(self.plugin(name), point.name) for name in tier] for tier in self._layout[point.name]]

@@ -10,20 +10,24 @@ by tasks being evicted, and `nominated[:, n]` the requests of tasks pipelined
 onto it; job and queue `allocated` are the sums over their occupying tasks.
 Every change goes through `_transition`, which removes a task's old contribution and adds
 its new one (`_contribute`), so the totals cannot drift
-(`check_invariants` recomputes them from scratch in tests).
+(`check_invariants` recomputes them from scratch in tests). Each job's attained
+service (`service.py`) is kept from the pods' own timestamps as `set_pod`
+observes them run and stop; `run_changed` names the jobs whose service rate
+changed since a time-driven plugin (las) last looked.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from caldera.core import objects as o
-from caldera.core.resources import PODS
+from caldera.core.resources import GPU, PODS
+from caldera.scheduler.service import Service
 
 Vector = npt.NDArray[np.float64]
 
@@ -33,6 +37,10 @@ UNTRACKED_UNLESS_DECLARED = frozenset({"ephemeral-storage", "storage"})
 
 
 class TaskStatus(enum.Enum):
+    # Members are singletons, so identity hashing is right, and in C: Enum's own __hash__ is Python code,
+    # and `status in OCCUPYING` runs millions of times in a replay.
+    __hash__ = object.__hash__
+
     PENDING = "Pending"
     ALLOCATED = "Allocated"  # placed in this session, not yet bound
     PIPELINED = "Pipelined"  # placed on resources still being released
@@ -71,6 +79,8 @@ class TaskInfo:
     status: TaskStatus = TaskStatus.PENDING
     node: int = -1  # column of the node it occupies or is pipelined to
     unknown_resource: str = ""  # a requested resource no node has
+    run_since: float | None = None  # when its observed run started (None: not running); see service.py
+    run_gpus: float = 0.0  # the GPUs that run counts in its job's attained service
 
     @property
     def best_effort(self) -> bool:
@@ -105,6 +115,7 @@ class JobInfo:
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition
     inqueue_since: float | None = None
     counts: dict[TaskStatus, int] = field(default_factory=dict)  # tasks by status, kept by ClusterState
+    service: Service = field(default_factory=Service)  # GPU-seconds run so far, across runs
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         c = self.counts
@@ -158,7 +169,8 @@ class ClusterState:
         self.priority_classes: dict[str, int] = {}
         self.default_priority = 0
         # Bumped when capacity may have grown (a task left a node, a node or queue
-        # changed): a job that failed at the current version is not retried.
+        # changed) or a time-driven order changed (las): a job that failed at the
+        # current version is not retried.
         self.version = 0
         self.dirty_jobs: set[str] = set()  # jobs whose podgroup status may need writing
         self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
@@ -168,6 +180,11 @@ class ClusterState:
         self._total_version = -1
         # Bumped when nodes' labels, taints or schedulability change: predicate masks cache on it.
         self.node_version = 0
+        self.run_changed: set[str] = set()  # jobs whose running tasks changed since las last looked
+        # (time, job key): when a time-driven order (las levels) next changes for a job; a heap, las keeps it.
+        self.order_changes: list[tuple[float, str]] = []
+        # The job's remaining run time in seconds, known only to a simulator (the srtf oracle); None elsewhere.
+        self.remaining: Callable[[JobInfo], float | None] | None = None
         self.set_queue(o.Queue(o.ObjectMeta(name="default", namespace="")))  # always exists, as in Volcano
 
     # ------------------------------------------------------------ vectors
@@ -399,6 +416,7 @@ class ClusterState:
         self.waiting.discard(key)
         self.pending_groups.discard(key)
         self.dirty_jobs.discard(key)
+        self.run_changed.discard(key)
         self.version += 1
 
     def set_pg_phase(self, job: JobInfo, phase: str, now: float) -> None:
@@ -462,8 +480,10 @@ class ClusterState:
             job.evict_failed_at.clear()
             self._contribute(task, +1.0)  # as Pending
             self._transition(task, status, node)
+            self._observe_run(task, pod, status)
             self.dirty_jobs.add(job.key)
             return task
+        self._observe_run(task, pod, status)
         # A task this scheduler placed stays Binding until the pod shows its node.
         if task.status is TaskStatus.BINDING and status is TaskStatus.PENDING:
             return task
@@ -472,10 +492,32 @@ class ClusterState:
         self._transition(task, status, node)
         return task
 
+    def _observe_run(self, task: TaskInfo, pod: o.Pod, status: TaskStatus) -> None:
+        """Open or close the task's run in its job's attained service, at the times the pod carries."""
+        running = status is TaskStatus.RUNNING
+        start = task.run_since
+        if running == (start is not None):
+            return
+        service = task.job.service
+        if start is None:
+            start = pod.status.start_time
+            task.run_since = start if start is not None else pod.metadata.creation_timestamp
+            d = self.dim.get(GPU)
+            task.run_gpus = float(task.req[d]) / 1000.0 if d is not None else 0.0  # milli-GPUs, as quantities are
+            service.open(task.run_gpus, task.run_since)
+        else:
+            end = pod.status.finish_time if pod.finished else pod.deletion_timestamp
+            service.close(task.run_gpus, start, end if end is not None else start)
+            task.run_since = None
+        self.run_changed.add(task.job.key)
+
     def remove_task(self, key: str) -> None:
         task = self.tasks.pop(key, None)
         if task is None:
             return
+        if task.run_since is not None:  # gone without being seen to stop (its group was dropped): no more credit
+            task.job.service.close(task.run_gpus, task.run_since, task.run_since)
+            task.run_since = None
         if task.status in OCCUPYING or task.status is TaskStatus.PIPELINED:
             self.version += 1  # capacity came back
         self._contribute(task, -1.0)

@@ -7,6 +7,13 @@ and schedules until nothing changes); then the clock jumps to the next entry.
 Ties are broken by insertion order, so the same inputs give the same run, byte
 for byte.
 
+Pods train as gangs (`progress.py`): a job's pods make progress only while
+minAvailable of them run, a preempted job resumes from its last checkpoint
+(annotation `caldera.dev/checkpoint-interval`, seconds or a Go duration; 0:
+nothing is lost) or from zero, and its pods end when its work is done. The
+scheduler is told each job's remaining time (`state.remaining`), which only
+the srtf oracle uses. `work_report(job)` says what each job lost.
+
 The run ends when the heap is empty or at `until`. Without `until` it also ends
 once nothing can happen any more but pods restarting in place for ever
 (`restartPolicy: Always`, which Kubernetes gives a pod that names none): no
@@ -26,11 +33,18 @@ from itertools import count
 from caldera.backends.fake import FakeExecutor
 from caldera.controller import task_restart_limit
 from caldera.core import objects as o
+from caldera.core.duration import parse_duration
 from caldera.core.errors import ValidationError
+from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
+from caldera.scheduler.state import JobInfo
 from caldera.sim.inputs import Cluster, Command, Fault, JobArrival, Workload
+from caldera.sim.progress import Progress, WorkReport
 from caldera.system.control import ControlPlane
 from caldera.utils.clock import ManualClock
+
+CHECKPOINT_INTERVAL = "caldera.dev/checkpoint-interval"
+PREEMPTION_KINDS = frozenset({"Preempt", "Reclaim"})
 
 
 @dataclass(slots=True)
@@ -50,11 +64,15 @@ class Simulation:
     _events_seen: int = 0
     _wake_at: set[float] = field(default_factory=set)
     executor: FakeExecutor = field(init=False)
+    progress: Progress = field(default_factory=Progress)
+    _work: dict[str, float | None] = field(default_factory=dict)  # job key → its longest task's duration
 
     def __post_init__(self) -> None:
-        self.executor = FakeExecutor(self.schedule, self.clock.now, self._run_of)
+        self.executor = FakeExecutor(self.schedule, self.clock.now, self._run_of, _Pacing(self.progress))
         self.plane = ControlPlane(self.scheduler, self.executor, self.clock)
         self.executor.sink = self.plane
+        self.plane.state.remaining = self._remaining
+        self.plane.on_event = self._on_event
         for pc in self.cluster.priority_classes:
             self.plane.add_priority_class(pc)
         for q in self.cluster.queues:
@@ -110,6 +128,10 @@ class Simulation:
         if wake is not None and wake not in self._wake_at:
             self._wake_at.add(wake)
             self.schedule(max(wake, self.clock.now()), self.plane.expire_ttls)
+        changes = self.plane.state.order_changes  # a heap: when a time-driven order (las) next moves
+        if changes and changes[0][0] > self.clock.now() and changes[0][0] not in self._wake_at:
+            self._wake_at.add(changes[0][0])
+            self.schedule(changes[0][0], self.plane.wake)
 
     def _only_restart_loops_left(self) -> bool:
         """Whether the run could only go on restarting pods in place (see the module docstring)."""
@@ -128,8 +150,8 @@ class Simulation:
         for key in self.plane.running:
             pod = self.plane.pods[key]
             duration, code = self._run_of(pod)
-            if duration is None:
-                continue  # runs until killed: nothing will come of it
+            if duration is None or not self.progress.will_end(key):
+                continue  # runs until killed, or its gang is not up: nothing will come of it
             policy = pod.spec.restart_policy
             if not (policy == "Always" or (policy == "OnFailure" and code != 0)):
                 return False  # it will end for good, and its job will react
@@ -158,6 +180,7 @@ class Simulation:
             return
         self._arrivals[job.key] = arrival
         self._jobs[job.key] = job
+        self.progress.add_job(job.key, job.spec.min_available, self._checkpoint_interval(job))
 
     def _fault(self, fault: Fault) -> None:
         if fault.node:
@@ -193,3 +216,66 @@ class Simulation:
     def job(self, job_key: str) -> o.Job | None:
         """The job as it was admitted and as it last was: also after a TTL deleted it."""
         return self._jobs.get(job_key)
+
+    def work_report(self, job_key: str) -> WorkReport:
+        """What the job (namespace/name) lost so far: preemptions, lost and idle GPU-seconds.
+
+        For the report's job rows: `row.update(sim.work_report(key).to_dict())` adds
+        `preemptions`, `lostGpuSeconds` and `idleGpuSeconds`."""
+        return self.progress.report(job_key, self.clock.now())
+
+    def _checkpoint_interval(self, job: o.Job) -> float | None:
+        raw = job.metadata.annotations.get(CHECKPOINT_INTERVAL)
+        if raw is None:
+            return None
+        try:
+            interval = parse_duration(raw)
+        except ValueError as e:
+            interval, why = -1.0, str(e)
+        else:
+            why = "must not be negative"
+        if interval >= 0:
+            return interval
+        message = f"{CHECKPOINT_INTERVAL}: {why}; the job restarts from zero when preempted"
+        self.plane.record(
+            "CheckpointIgnored", job.name, reason="BadAnnotation", message=message, namespace=job.namespace
+        )
+        return None
+
+    def _remaining(self, info: JobInfo) -> float | None:
+        """The srtf oracle: seconds of progress the job still needs (its longest task's duration in all)."""
+        key = f"{info.namespace}/{info.name}"
+        work = self._work.get(key, 0.0)
+        if work == 0.0:
+            arrival = self._arrivals.get(key)
+            if arrival is None:
+                return None
+            durations = [arrival.run_of(t.name)[0] for t in arrival.job.spec.tasks]
+            work = self._work[key] = max((d for d in durations if d is not None), default=None)
+        return self.progress.remaining(key, work, self.clock.now())
+
+    def _on_event(self, event: o.Event) -> None:
+        if event.kind in PREEMPTION_KINDS:
+            pod = self.plane.pods.get(f"{event.namespace}/{event.object}")
+            if pod is not None:
+                self.progress.preempted(pod.job_key, event.time)
+
+
+class _Pacing:
+    """The executor's pacer over `Progress`: pods in, pod keys and times out."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def started(self, pod: o.Pod, duration: float | None, restart: bool, now: float) -> list[tuple[str, float]]:
+        gpus = pod.spec.requests().get(GPU, 0.0) / 1000.0  # milli-GPUs, as quantities are held
+        return self.progress.start(pod.job_key, pod.key, duration, gpus, restart, now)
+
+    def stopped(self, key: str, now: float) -> None:
+        self.progress.stop(key, now)
+
+    def ended(self, key: str, now: float) -> None:
+        self.progress.ended(key, now)
+
+    def ends_now(self, key: str, now: float) -> bool:
+        return self.progress.ends_now(key, now)

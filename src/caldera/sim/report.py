@@ -7,6 +7,9 @@ submitTime the clock has not reached (`--until`) is not listed. A job a TTL
 deleted is listed as it last was. A pod appears once per attempt.
 gpuUtilization is the GPU-seconds pods held over (cluster GPUs × makespan),
 makespan = last end − first submit.
+
+`collect` gathers the job rows and pod attempts once; `build` shapes them into
+the report and `caldera simulate compare` computes its metrics from them.
 """
 
 from __future__ import annotations
@@ -52,19 +55,29 @@ class JobRow:
         }
 
 
-def build(sim: Simulation) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """What a finished simulation did, before it is shaped into the report: for `build` and the metrics."""
+
+    jobs: list[JobRow]  # in workload order; a job the clock has not reached is not there
+    arrivals: list[JobArrival]  # the arrival of each job row, in the same order
+    attempts: list[PodAttempt]  # every pod attempt; one still running ends None
+    now: float
+
+
+def collect(sim: Simulation) -> Collected:
     plane = sim.plane
     now = sim.clock.now()
     attempts = list(plane.attempts) + [
         PodAttempt(a.name, a.namespace, a.job, a.task, a.attempt, a.node, a.start, None, a.phase, None, a.resources)
         for a in plane.running.values()
     ]
-    waiting = [p for p in plane.pods.values() if p.key not in plane.running and not p.node_name]
     by_job: dict[str, list[PodAttempt]] = {}
     for a in attempts:
         by_job.setdefault(f"{a.namespace}/{a.job}", []).append(a)
     rejected = {a.job.key: a for a, _ in sim.rejected}
     jobs: list[JobRow] = []
+    arrivals: list[JobArrival] = []
     for arrival in sim.workload.jobs:
         key = arrival.job.key
         job = sim.job(key)
@@ -75,6 +88,17 @@ def build(sim: Simulation) -> dict[str, Any]:
             jobs.append(
                 JobRow(spec.name, spec.namespace, spec.spec.queue, arrival.submit_time, None, None, "Rejected", 0)
             )
+        else:
+            continue
+        arrivals.append(arrival)
+    return Collected(jobs, arrivals, attempts, now)
+
+
+def build(sim: Simulation) -> dict[str, Any]:
+    plane = sim.plane
+    c = collect(sim)
+    jobs, attempts, now = c.jobs, c.attempts, c.now
+    waiting = [p for p in plane.pods.values() if p.key not in plane.running and not p.node_name]
     pods = sorted(
         attempts, key=lambda a: (a.start if a.start is not None else math.inf, a.namespace, a.name, a.attempt)
     )

@@ -261,6 +261,11 @@ class ControlPlane:
             self._apply(self.scheduler.run_cycle(self.state, self.clock.now()))
         raise RuntimeError("the control plane did not settle (a livelock between controller and scheduler)")
 
+    def wake(self) -> None:
+        """Schedule again at the next settle though no object changed: scheduler orders that move with
+        time (the las plugin's levels) call for it when `state.order_changes` says."""
+        self._dirty = True
+
     def next_wakeup(self) -> float | None:
         """When timed work (delayed actions, TTLs) is next due."""
         times = [t for t in (self.delayed.next_due(), self.ttl.next_due(self.jobs)) if t is not None]

@@ -20,8 +20,12 @@ from caldera.scheduler.victims import plan_eviction
 def preempt(ssn: Session) -> None:
     state = ssn.state
     for qname in sorted({state.jobs[k].queue for k in state.waiting}, key=lambda q: ssn.queue_key(state.queue(q))):
-        for job in starving_jobs(ssn, qname, "Preempt"):
-            pool = [t for j in state.jobs.values() if j.queue == qname and j is not job for t in j.tasks.values()]
+        starving = starving_jobs(ssn, qname, "Preempt")
+        if not starving:
+            continue
+        # The queue's tasks, gathered once: evict_for leaves out the starving job's own.
+        pool = [t for j in state.jobs.values() if j.queue == qname for t in j.tasks.values()]
+        for job in starving:
             evict_for(ssn, job, pool, PREEMPTABLE, "Preempt")
 
 
@@ -51,7 +55,8 @@ def evict_for(
 ) -> bool:
     """Try to make room for `job`'s waiting tasks by evicting from `pool`; commit only if its gang fits.
 
-    Victims are what `limit` (if any) leaves of the pool's allocated tasks, as `point` chooses among them."""
+    Victims are what `limit` (if any) leaves of the pool's allocated tasks of other jobs, as `point`
+    chooses among them."""
     stmt = Statement(ssn)
     for task in ssn.ordered_tasks([t for t in job.tasks.values() if t.status is TaskStatus.PENDING]):
         if task.best_effort:
@@ -60,7 +65,7 @@ def evict_for(
         if node >= 0:
             stmt.pipeline(task, node)
             continue
-        candidates = [t for t in pool if t.status in ALLOCATED]
+        candidates = [t for t in pool if t.status in ALLOCATED and t.job is not job]
         if limit is not None:
             candidates = ssn.call(limit, task, candidates)
         victims = ssn.call(point, task, candidates)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from caldera.scheduler.actions.preempt import evict_for, starving_jobs
 from caldera.scheduler.framework import OVERUSED, PREEMPTIVE, RECLAIM_LIMIT, RECLAIMABLE
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import TaskStatus
+from caldera.scheduler.state import TaskInfo, TaskStatus
 
 
 def reclaim(ssn: Session) -> None:
@@ -21,14 +21,16 @@ def reclaim(ssn: Session) -> None:
         queue = state.queue(qname)
         if ssn.call(OVERUSED, queue):
             continue
+        pool: list[TaskInfo] | None = None  # the other reclaimable queues' tasks, gathered once per queue
         for job in starving_jobs(ssn, qname, "Reclaim"):
             first = next((t for t in job.tasks.values() if t.status is TaskStatus.PENDING), None)
             if first is None or not ssn.call(PREEMPTIVE, queue, first):
                 continue
-            pool = [
-                t
-                for j in state.jobs.values()
-                if j.queue != qname and state.queue(j.queue).reclaimable
-                for t in j.tasks.values()
-            ]
+            if pool is None:
+                pool = [
+                    t
+                    for j in state.jobs.values()
+                    if j.queue != qname and state.queue(j.queue).reclaimable
+                    for t in j.tasks.values()
+                ]
             evict_for(ssn, job, pool, RECLAIMABLE, "Reclaim", limit=RECLAIM_LIMIT)

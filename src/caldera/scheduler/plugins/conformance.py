@@ -16,7 +16,12 @@ class Conformance(Plugin):
     name = "conformance"
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return [c for c in candidates if _evictable(c)]
+        return _evictable_of(candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return [c for c in candidates if _evictable(c)]
+        return _evictable_of(candidates)
+
+
+def _evictable_of(candidates: list[TaskInfo]) -> list[TaskInfo]:
+    # Inline rather than a call per task: victim lists are long and filtered often.
+    return [c for c in candidates if c.spec.priority_class_name not in CRITICAL and c.job.namespace != "kube-system"]

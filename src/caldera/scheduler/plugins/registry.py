@@ -7,13 +7,16 @@ from caldera.scheduler.plugins.binpack import Binpack
 from caldera.scheduler.plugins.capacity import Capacity
 from caldera.scheduler.plugins.conformance import Conformance
 from caldera.scheduler.plugins.drf import DRF
+from caldera.scheduler.plugins.fifo import FIFO
 from caldera.scheduler.plugins.gang import Gang
+from caldera.scheduler.plugins.las import LAS
 from caldera.scheduler.plugins.nodeorder import NodeOrder
 from caldera.scheduler.plugins.overcommit import Overcommit
 from caldera.scheduler.plugins.predicates import Predicates
 from caldera.scheduler.plugins.priority import Priority
 from caldera.scheduler.plugins.proportion import Proportion
 from caldera.scheduler.plugins.sla import SLA
+from caldera.scheduler.plugins.srtf import SRTF
 from caldera.scheduler.plugins.task_topology import TaskTopology
 
 
@@ -31,5 +34,8 @@ def registry() -> dict[str, type[Plugin]]:
         Binpack,
         TaskTopology,
         SLA,
+        FIFO,
+        LAS,
+        SRTF,
     ]
     return {c.name: c for c in classes}

@@ -1,0 +1,128 @@
+"""Regenerate the trace study: `make study` (or `python scripts/trace_study.py`) → docs/trace-study.md.
+
+Every number in the document comes from `caldera simulate compare` runs made
+here, through the command line users have, each writing its own report directory
+under docs/trace-study/ (report.md, results.json, plots). This script only runs
+them and puts their results side by side; the plain-words reading is written from
+the numbers, so it stays true when the policies change and the study is re-run.
+
+    python scripts/trace_study.py [--seeds 1 2 3 4 5] [--full-policies a,b] [--skip-full]
+
+The Philly trace is read from ../shared/traces (or $CALDERA_TRACES); nothing
+derived from a trace with a restrictive licence is written here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from study_text import Part, write_study  # scripts/study_text.py, next to this file
+
+from caldera.sim.compare import available_policies
+from caldera.sim.presets import PHILLY_TRACE, traces_dir
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "trace-study"
+DOC = REPO / "docs" / "trace-study.md"
+RATE = 4.0
+CHECKPOINT = 600.0  # seconds: Tiresias-style preemption, where a preempted job loses little
+
+
+def compare(args: list[str], report: Path) -> tuple[dict[str, Any], float, str]:
+    """One `caldera simulate compare` run: its results.json, its wall time and the command."""
+    cmd = ["caldera", "simulate", "compare", *args, "--report", str(report.relative_to(REPO)), "-o", "json"]
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "caldera.cli.main", *cmd[1:]], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+    print(f"  {seconds:.1f} s", file=sys.stderr, flush=True)
+    return json.loads(proc.stdout), seconds, " ".join(cmd)
+
+
+def peak_demand() -> tuple[int, float]:
+    """The most GPUs Philly's jobs would hold at once if each started on submission, and the mean."""
+    from caldera.sim.traces import read_philly
+
+    rows, _ = read_philly(traces_dir() / PHILLY_TRACE)
+    changes = sorted([(r.submit, r.gpus) for r in rows] + [(r.submit + r.duration, -r.gpus) for r in rows])
+    level = peak = 0
+    for _, delta in changes:
+        level += delta
+        peak = max(peak, level)
+    span = max(r.submit + r.duration for r in rows) - rows[0].submit
+    return peak, sum(r.duration * r.gpus for r in rows) / span
+
+
+def _save_parts(parts: list[Part]) -> None:
+    """What ran (commands, wall times, where the results are), so --text-only can rewrite the document."""
+    doc = [
+        {"title": p.title, "slug": p.slug, "seeds": list(p.seeds), "runs": [[cmd, secs] for _, secs, cmd in p.runs]}
+        for p in parts
+    ]
+    (OUT / "runs.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def _load_parts() -> list[Part]:
+    parts = []
+    for p in json.loads((OUT / "runs.json").read_text(encoding="utf-8")):
+        runs = []
+        for cmd, secs in p["runs"]:
+            report = REPO / cmd.split("--report ")[1].split()[0]
+            runs.append((json.loads((report / "results.json").read_text(encoding="utf-8")), secs, cmd))
+        parts.append(Part(p["title"], p["slug"], p["seeds"], runs))
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--full-policies", help="policies for the full replay (default: all)")
+    parser.add_argument("--skip-full", action="store_true", help="leave the full-Philly replay out")
+    parser.add_argument("--text-only", action="store_true", help="rewrite the document from the last runs' results")
+    args = parser.parse_args()
+    if args.text_only:
+        write_study(DOC, _load_parts(), available_policies(), peak_demand())
+        return
+    policies = ",".join(available_policies())
+    if OUT.exists():
+        shutil.rmtree(OUT)  # generated: a seed no longer studied must not leave its report behind
+    parts: list[Part] = []
+    for title, extra, slug in (
+        ("The Pollux/Sia sample", [], "pollux"),
+        (f"The same samples, arrivals {RATE:g}× as fast", ["--rate-scale", f"{RATE:g}"], "pollux-x4"),
+        (
+            f"The same samples, every job checkpointed every {CHECKPOINT / 60:g} minutes",
+            ["--checkpoint-interval", f"{CHECKPOINT:g}"],
+            "pollux-ckpt",
+        ),
+    ):
+        runs = []
+        for seed in args.seeds:
+            out = OUT / f"{slug}-seed-{seed}"
+            base = ["--policies", policies, "--trace", "philly", "--sample", "pollux", "--seed", str(seed)]
+            runs.append(compare([*base, *extra], out))
+        parts.append(Part(title, slug, args.seeds, runs))
+    if not args.skip_full:
+        full_policies = args.full_policies or policies
+        run = compare(
+            ["--policies", full_policies, "--trace", "philly", "--cluster", "preset:philly-full"], OUT / "full"
+        )
+        parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run]))
+    _save_parts(parts)
+    write_study(DOC, parts, available_policies(), peak_demand())
+    print(f"wrote {DOC.relative_to(REPO)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

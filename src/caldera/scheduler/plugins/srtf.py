@@ -1,0 +1,59 @@
+"""srtf: shortest remaining time first, preemptive: the oracle, a lower bound, not a policy for users.
+
+No scheduler knows how long a training job has left; a simulator does. It
+installs `state.remaining` (the job's remaining run time in seconds, the work
+it would lose on preemption included), and this plugin orders jobs by it and
+lets a job evict jobs with strictly more time left. Jobs the oracle knows
+nothing of (outside simulation, or running until killed) come last and are
+never preferred over known ones. What it achieves bounds what a policy that
+must guess durations (las, or Helios' QSSF from history) can hope for.
+A PriorityClass still outranks remaining time, as in `las`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from caldera.scheduler.framework import Plugin
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import JobInfo, TaskInfo
+
+
+class SRTF(Plugin):
+    name = "srtf"
+
+    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
+        super().__init__(ssn, args)
+        self._remaining: dict[str, float] = {}  # per session: the order must not move within a cycle
+
+    def remaining(self, job: JobInfo) -> float:
+        found = self._remaining.get(job.key)
+        if found is None:
+            oracle = self.ssn.state.remaining
+            r = oracle(job) if oracle is not None else None
+            found = self._remaining[job.key] = math.inf if r is None else r
+        return found
+
+    def job_order(self, job: JobInfo) -> tuple[object, ...]:
+        return (self.remaining(job),)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        job = preemptor.job
+        mine = self.remaining(job)
+        last: JobInfo | None = None  # a job's tasks come together: one verdict per run of them
+        ok = False
+        out = []
+        for c in candidates:
+            v = c.job
+            if v is not last:
+                last = v
+                ok = v is not job and (
+                    v.priority < job.priority or (v.priority == job.priority and self.remaining(v) > mine)
+                )
+            if ok:
+                out.append(c)
+        return out
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self.preemptable(reclaimer, candidates)

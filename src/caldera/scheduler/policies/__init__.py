@@ -1,0 +1,49 @@
+"""Scheduling policies shipped with caldera: scheduler configurations in Volcano's format, by name.
+
+| name            | what it is                                                                   |
+|-----------------|------------------------------------------------------------------------------|
+| fifo-nogang     | the default Kubernetes scheduler: pods one at a time in arrival order, no gang |
+| volcano-default | Volcano's Helm default: gang and queue shares, no preemption                 |
+| caldera-default | caldera's default (gang, shares, gang-aware preempt and reclaim) plus sla    |
+| las             | Tiresias' discretised 2D least attained service, preemptive, with promotion |
+| srtf            | the oracle: shortest remaining time first (a lower bound, simulation only)   |
+
+Each is a YAML file next to this module whose comments say what it does and
+why its arguments are what they are. `load_policy` takes a name or a path to a
+YAML file of the same format.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from caldera.core.errors import CalderaError, FieldError, ValidationError
+from caldera.scheduler.config import SchedulerConfig, parse_config
+
+POLICIES = ("fifo-nogang", "volcano-default", "caldera-default", "las", "srtf")
+
+
+class UnknownPolicy(CalderaError):
+    """Neither a shipped policy's name nor a file."""
+
+
+def policy_text(name: str) -> str:
+    """The YAML of a shipped policy (its comments included)."""
+    if name not in POLICIES:
+        raise UnknownPolicy(f"unknown policy {name!r} (known: {', '.join(POLICIES)}; or a path to a YAML file)")
+    return resources.files(__name__).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+
+
+def load_policy(name_or_path: str) -> SchedulerConfig:
+    """A shipped policy by name, or the scheduler configuration in the YAML file at `name_or_path`."""
+    if name_or_path in POLICIES:
+        return parse_config(policy_text(name_or_path), f"policy {name_or_path}")
+    path = Path(name_or_path)
+    if path.suffix.lower() in (".yaml", ".yml") or path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValidationError([FieldError("", f"cannot read the policy file: {e}")], name_or_path) from None
+        return parse_config(text, name_or_path)
+    return parse_config(policy_text(name_or_path), name_or_path)  # raises UnknownPolicy, naming the policies

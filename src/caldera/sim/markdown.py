@@ -1,0 +1,181 @@
+"""The comparison as text: one table (for the terminal and for report.md), report.md and results.json.
+
+Times are shown in one unit per column (seconds, minutes or hours, whichever
+suits the column's largest value), so the rows of a column compare at a glance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from caldera import __version__
+from caldera.sim.compare import PolicyRun
+from caldera.sim.metrics import SIZE_CLASSES
+from caldera.sim.plots import FILES
+from caldera.sim.sources import Inputs
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What was run, for the report's header."""
+
+    inputs: Inputs
+    policies: tuple[str, ...]
+    seed: int
+    until: float | None = None
+    command: str = ""
+
+
+def _unit(values: Sequence[float | None]) -> tuple[float, str]:
+    top = max((v for v in values if v is not None), default=0.0)
+    if top >= 3 * 3600:
+        return 3600.0, "h"
+    return (60.0, "min") if top >= 180 else (1.0, "s")
+
+
+def _num(v: float | None, scale: float = 1.0, digits: int = 2) -> str:
+    return "-" if v is None else f"{v / scale:,.{digits}f}"
+
+
+def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
+    """Headers and one row of cells per policy."""
+    time_cols = {
+        "avg JCT": [r.avg_jct for r in runs],
+        "median JCT": [r.median_jct for r in runs],
+        "p99 JCT": [r.p99_jct for r in runs],
+        "avg queue delay": [r.avg_queue_delay for r in runs],
+        "makespan": [r.makespan for r in runs],
+    }
+    units = {name: _unit(vals) for name, vals in time_cols.items()}
+    largest = [r.largest_class for r in runs]
+    wait_scale, wait_unit = _unit([w[1] if w else None for w in largest])
+    headers = [
+        "policy",
+        *(f"{name} ({units[name][1]})" for name in time_cols),
+        "GPU util",
+        "Jain",
+        f"max wait, largest class ({wait_unit})",
+        "preemptions",
+        "lost GPU-h",
+        "idle GPU-h",
+        "CPU ms/cycle",
+    ]
+    rows = []
+    for i, r in enumerate(runs):
+        lc = largest[i]
+        finished = "" if r.finished == r.jobs else f" ({r.jobs - r.finished} unfinished)"
+        rows.append(
+            [
+                r.policy + finished,
+                *(_num(vals[i], units[name][0]) for name, vals in time_cols.items()),
+                f"{100 * r.gpu_utilisation:.1f} %",
+                _num(r.jain, digits=3),
+                "-" if lc is None else f"{_num(lc[1], wait_scale)} [{lc[0]} GPUs]",
+                str(r.preemptions),
+                _num(r.lost_gpu_hours, digits=1),
+                _num(r.idle_gpu_hours, digits=1),
+                _num(r.cpu_ms_per_cycle, digits=2),
+            ]
+        )
+    return headers, rows
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    right = ["---"] + ["---:"] * (len(headers) - 1)
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(right) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def waits_table(runs: Sequence[PolicyRun]) -> str:
+    classes = [c for c in SIZE_CLASSES if any(c in r.longest_wait for r in runs)]
+    scale, unit = _unit([w for r in runs for w in r.longest_wait.values()])
+    headers = ["policy", *(f"{c} GPU{'s' if c != '1' else ''} ({unit})" for c in classes)]
+    rows = [[r.policy, *(_num(r.longest_wait.get(c), scale) for c in classes)] for r in runs]
+    return markdown_table(headers, rows)
+
+
+def cost_table(runs: Sequence[PolicyRun]) -> str:
+    headers = ["policy", "scheduling cycles", "scheduler CPU (s)", "CPU ms/cycle", "whole run, wall (s)"]
+    rows = [
+        [r.policy, f"{r.cycles:,}", _num(r.cpu_seconds), _num(r.cpu_ms_per_cycle), _num(r.wall_seconds, digits=1)]
+        for r in runs
+    ]
+    return markdown_table(headers, rows)
+
+
+def describe(info: RunInfo) -> list[str]:
+    i = info.inputs
+    lines = [
+        f"- workload: {i.trace_words}",
+        f"- sample: {i.sample_words} ({len(i.workload.jobs):,} jobs)",
+        f"- seed: {info.seed}",
+        f"- cluster: {i.cluster_words}"
+        + (
+            ""
+            if i.cluster_words.startswith("preset:")
+            else f" ({len(i.cluster.nodes):,} nodes, {i.total_gpus:,.0f} GPUs)"
+        ),
+        f"- policies: {', '.join(info.policies)}",
+        f"- caldera {__version__}",
+    ]
+    if info.until is not None:
+        lines.append(f"- virtual clock stopped at {info.until:g} s")
+    if info.command:
+        lines.append(f"- command: `{info.command}`")
+    lines += [f"- note: {n}" for n in i.notes]
+    if i.warnings:
+        lines.append(f"- {len(i.warnings)} malformed trace rows skipped (first: {i.warnings[0]})")
+    return lines
+
+
+def report_markdown(runs: Sequence[PolicyRun], info: RunInfo, *, image_dir: str = ".") -> str:
+    headers, rows = table(runs)
+    parts = [
+        "# Policy comparison",
+        "",
+        *describe(info),
+        "",
+        markdown_table(headers, rows),
+        "",
+        "Longest wait of a job, by size class (a job still waiting at the end counts with its wait so far):",
+        "",
+        waits_table(runs),
+        "",
+        "What the runs cost (CPU and wall times vary from run to run; everything above does not):",
+        "",
+        cost_table(runs),
+        "",
+    ]
+    titles = ("JCT CDF", "GPU utilisation over time", "Queue shares over time")
+    for title, name in zip(titles, FILES, strict=True):
+        parts += [f"![{title}]({image_dir}/{name})", ""]
+    return "\n".join(parts)
+
+
+def results_json(runs: Sequence[PolicyRun], info: RunInfo) -> str:
+    doc = {
+        "caldera": __version__,
+        "workload": info.inputs.trace_words,
+        "sample": info.inputs.sample_words,
+        "seed": info.seed,
+        "cluster": info.inputs.cluster_words,
+        "policies": [r.numbers() for r in runs],
+    }
+    return json.dumps(doc, indent=1)
+
+
+def write_report(runs: Sequence[PolicyRun], info: RunInfo, directory: Path) -> list[Path]:
+    """report.md, results.json and the plots in `directory`."""
+    from caldera.sim.plots import write_plots
+
+    directory.mkdir(parents=True, exist_ok=True)
+    pngs = write_plots(runs, directory)
+    md = directory / "report.md"
+    md.write_text(report_markdown(runs, info), encoding="utf-8")
+    js = directory / "results.json"
+    js.write_text(results_json(runs, info) + "\n", encoding="utf-8")
+    return [md, js, *pngs]
