@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from importlib import resources
 from pathlib import Path
 
@@ -23,6 +24,8 @@ def test_each_policy_loads_by_name_and_builds_a_scheduler(name: str) -> None:
 def test_the_files_are_package_data() -> None:
     shipped = {p.name for p in resources.files("caldera.scheduler.policies").iterdir()}
     assert {f"{n}.yaml" for n in POLICIES} <= shipped
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert "**/*.yaml" in pyproject["tool"]["setuptools"]["package-data"]["caldera"], "a wheel carries them"
 
 
 def test_a_path_loads_a_file_of_the_same_format(tmp_path: Path) -> None:
