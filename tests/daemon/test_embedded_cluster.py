@@ -103,3 +103,14 @@ def test_daemon_restart_adopts_running_pods(home: Path) -> None:
         assert pod["phase"] == "Succeeded" and pod["exitCode"] == 0 and pod["restarts"] == 0
     finally:
         second.shutdown(stop_pods=True)
+
+
+def test_submit_data_is_linked_into_the_pod_directory(cluster: EmbeddedCluster, home: Path, tmp_path: Path) -> None:
+    source = tmp_path / "dataset"
+    source.mkdir()
+    (source / "train.csv").write_text("x,y\n1,2\n")
+    manifest = job("reader", command=["sh", "-c", "cat $CALDERA_POD_DIR/data/set/train.csv"])
+    manifest["spec"]["tasks"][0]["template"]["metadata"] = {"annotations": {"caldera.dev/data": f"{source}:data/set"}}
+    cluster.apply(manifest)
+    wait_until(lambda: phase(cluster, "reader") == "Completed", timeout=30, what="the job to complete")
+    assert "1,2" in (home / "pods" / "default" / "reader-worker-0" / "log").read_text()

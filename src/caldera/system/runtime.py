@@ -30,6 +30,7 @@ from caldera.core.resources import GPU
 
 HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
+DATA = "caldera.dev/data"  # "SRC:DST,...": host directory SRC is seen at DST inside the pod's directory
 PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
 
 
@@ -156,6 +157,7 @@ class LocalRuntime:
                 "CALDERA_POD_DIR": str(pod_dir),
             }
         )
+        link_data(pod_dir, pod.metadata.annotations.get(DATA, ""))
         attempt = self.attempts.get(pod.key, -1) + 1
         self.attempts[pod.key] = attempt
         self.executor.run(
@@ -203,6 +205,21 @@ class LocalRuntime:
             wd = Path(container.working_dir)
             return wd if wd.is_absolute() or not base else Path(base) / wd
         return pod_dir
+
+
+def link_data(pod_dir: Path, spec: str) -> None:
+    """Make each `SRC:DST` of `caldera submit --data` a symlink DST (inside the pod's directory) to SRC."""
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        source, _, target = item.rpartition(":")
+        link = pod_dir / target
+        if not source or not target or Path(target).is_absolute() or ".." in Path(target).parts:
+            raise RuntimeError(f"bad {DATA} entry {item!r}: expected SRC:DST with DST inside the pod's directory")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            if link.is_symlink() and os.readlink(link) == source:
+                continue
+            link.unlink()
+        link.symlink_to(source)
 
 
 def _container_env(container: o.Container, pod: o.Pod, node: o.Node) -> dict[str, str]:
