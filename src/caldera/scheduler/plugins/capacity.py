@@ -11,8 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from caldera.core import objects as o
-from caldera.scheduler.framework import PERMIT, REJECT, Plugin
-from caldera.scheduler.plugins.proportion import Yielding, fits, real_capabilities, reclaim_victims
+from caldera.scheduler.framework import Plugin
+from caldera.scheduler.plugins.proportion import Yielding, enqueue_vote, fits, real_capabilities, reclaim_victims
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo
 
@@ -51,11 +51,4 @@ class Capacity(Plugin):
         return reclaim_victims(self.ssn, self.deserved, candidates)
 
     def job_enqueueable(self, job: JobInfo) -> int:
-        queue = self.ssn.state.queues.get(job.queue)
-        if queue is None or queue.state != o.QUEUE_OPEN:
-            return REJECT
-        need = job.min_resources + queue.allocated + queue.inqueue
-        if fits(need, self.capability[queue.name], job.min_resources):
-            return PERMIT
-        need = need - self.yielding.of(job)
-        return PERMIT if fits(need, self.capability[queue.name], job.min_resources) else REJECT
+        return enqueue_vote(self.ssn, job, self.capability, self.yielding)

@@ -32,6 +32,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 
 from caldera.scheduler.framework import Plugin
+from caldera.scheduler.plugins.ranked import victims_by_rank
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, TaskInfo
 
@@ -107,21 +108,7 @@ class LAS(Plugin):
         return (self.level(job), job.creation)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        job = preemptor.job
-        mine = self.level(job)
-        last: JobInfo | None = None  # a job's tasks come together: one verdict per run of them
-        ok = False
-        out = []
-        for c in candidates:
-            v = c.job
-            if v is not last:
-                last = v
-                ok = v is not job and (
-                    v.priority < job.priority or (v.priority == job.priority and self.level(v) > mine)
-                )
-            if ok:
-                out.append(c)
-        return out
+        return victims_by_rank(preemptor, candidates, self.level)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)

@@ -92,6 +92,19 @@ def reclaim_victims(ssn: Session, deserved: Mapping[str, Vector], candidates: li
     return victims
 
 
+def enqueue_vote(ssn: Session, job: JobInfo, capability: Mapping[str, Vector], yielding: Yielding) -> int:
+    """Admit a job to an Open queue while its minimum fits the queue's capability, counting as room
+    what lower-priority jobs of the queue hold or reserve (they can be preempted)."""
+    queue = ssn.state.queues.get(job.queue)
+    if queue is None or queue.state != o.QUEUE_OPEN:
+        return REJECT
+    need = job.min_resources + queue.allocated + queue.inqueue
+    if fits(need, capability[queue.name], job.min_resources):
+        return PERMIT
+    need = need - yielding.of(job)
+    return PERMIT if fits(need, capability[queue.name], job.min_resources) else REJECT
+
+
 class Proportion(Plugin):
     name = "proportion"
 
@@ -177,11 +190,4 @@ class Proportion(Plugin):
         return reclaim_victims(self.ssn, self.deserved, candidates)
 
     def job_enqueueable(self, job: JobInfo) -> int:
-        queue = self.ssn.state.queues.get(job.queue)
-        if queue is None or queue.state != o.QUEUE_OPEN:
-            return REJECT
-        need = job.min_resources + queue.allocated + queue.inqueue
-        if fits(need, self.capability[queue.name], job.min_resources):
-            return PERMIT
-        need = need - self.yielding.of(job)
-        return PERMIT if fits(need, self.capability[queue.name], job.min_resources) else REJECT
+        return enqueue_vote(self.ssn, job, self.capability, self.yielding)

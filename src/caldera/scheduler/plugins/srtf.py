@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 
 from caldera.scheduler.framework import Plugin
+from caldera.scheduler.plugins.ranked import victims_by_rank
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, TaskInfo
 
@@ -39,21 +40,7 @@ class SRTF(Plugin):
         return (self.remaining(job),)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        job = preemptor.job
-        mine = self.remaining(job)
-        last: JobInfo | None = None  # a job's tasks come together: one verdict per run of them
-        ok = False
-        out = []
-        for c in candidates:
-            v = c.job
-            if v is not last:
-                last = v
-                ok = v is not job and (
-                    v.priority < job.priority or (v.priority == job.priority and self.remaining(v) > mine)
-                )
-            if ok:
-                out.append(c)
-        return out
+        return victims_by_rank(preemptor, candidates, self.remaining)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)
