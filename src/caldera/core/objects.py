@@ -11,6 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# The object model is imported from here; its parts live in their own modules.
+from caldera.core.cluster import Event as Event
+from caldera.core.cluster import Node as Node
+from caldera.core.cluster import PriorityClass as PriorityClass
+from caldera.core.meta import ObjectMeta as ObjectMeta
+from caldera.core.podspec import Container as Container
+from caldera.core.podspec import ContainerPort as ContainerPort
+from caldera.core.podspec import EnvVar as EnvVar
+from caldera.core.podspec import NodeSelectorTerm as NodeSelectorTerm
+from caldera.core.podspec import PodSpec as PodSpec
+from caldera.core.podspec import PodTemplate as PodTemplate
+from caldera.core.podspec import SelectorRequirement as SelectorRequirement
+from caldera.core.podspec import Taint as Taint
+from caldera.core.podspec import Toleration as Toleration
 from caldera.core.resources import format_resource_list
 
 JOB_API = "batch.volcano.sh/v1alpha1"
@@ -59,159 +73,6 @@ JOB_VERSION_KEY = "volcano.sh/job-version"
 JOB_RETRY_COUNT_KEY = "volcano.sh/job-retry-count"
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
-
-
-@dataclass(slots=True)
-class ObjectMeta:
-    name: str
-    namespace: str = "default"
-    uid: str = ""
-    resource_version: int = 0
-    creation_timestamp: float = 0.0
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    generation: int = 1
-
-    def to_dict(self, namespaced: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
-        if namespaced:
-            out["namespace"] = self.namespace
-        out["uid"] = self.uid
-        out["resourceVersion"] = str(self.resource_version)
-        out["creationTimestamp"] = self.creation_timestamp
-        if self.labels:
-            out["labels"] = dict(self.labels)
-        if self.annotations:
-            out["annotations"] = dict(self.annotations)
-        return out
-
-
-# ---------------------------------------------------------------- pod template
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"  # Equal | Exists
-    value: str = ""
-    effect: str = ""  # "" matches every effect
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"  # NoSchedule | PreferNoSchedule | NoExecute
-
-    def to_dict(self) -> dict[str, str]:
-        out = {"key": self.key, "effect": self.effect}
-        if self.value:
-            out["value"] = self.value
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class SelectorRequirement:
-    """A node selector requirement: `key` `operator` (In, NotIn, Exists, DoesNotExist, Gt, Lt) `values`."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        value = labels.get(self.key, "")
-        op = self.operator
-        if op == "In":
-            return present and value in self.values
-        if op == "NotIn":
-            return not present or value not in self.values
-        if op == "Exists":
-            return present
-        if op == "DoesNotExist":
-            return not present
-        if op in ("Gt", "Lt") and present and self.values:
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
-                return False
-            return have > want if op == "Gt" else have < want
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorTerm:
-    """Requirements that must all hold; terms of a node affinity are ORed."""
-
-    match_expressions: tuple[SelectorRequirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.match_expressions)
-
-
-@dataclass(frozen=True, slots=True)
-class EnvVar:
-    name: str
-    value: str | None = None
-    field_path: str | None = None  # valueFrom.fieldRef.fieldPath
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerPort:
-    container_port: int
-    name: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Container:
-    name: str
-    image: str = ""
-    command: tuple[str, ...] = ()
-    args: tuple[str, ...] = ()
-    env: tuple[EnvVar, ...] = ()
-    working_dir: str = ""
-    requests: Mapping[str, float] = field(default_factory=dict)
-    limits: Mapping[str, float] = field(default_factory=dict)
-    ports: tuple[ContainerPort, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PodSpec:
-    containers: tuple[Container, ...] = ()
-    init_containers: tuple[Container, ...] = ()
-    restart_policy: str = "Always"  # Always | OnFailure | Never
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    node_affinity: tuple[NodeSelectorTerm, ...] = ()  # required terms, ORed; empty: no constraint
-    tolerations: tuple[Toleration, ...] = ()
-    priority_class_name: str = ""
-    scheduler_name: str = ""
-    termination_grace_period_seconds: float = 30.0
-
-    def requests(self) -> dict[str, float]:
-        """What the pod asks of a node: the containers' sum, or the largest init container if larger."""
-        out: dict[str, float] = {}
-        for c in self.containers:
-            for k, v in c.requests.items():
-                out[k] = out.get(k, 0.0) + v
-        for c in self.init_containers:
-            for k, v in c.requests.items():
-                out[k] = max(out.get(k, 0.0), v)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class PodTemplate:
-    labels: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    spec: PodSpec = field(default_factory=PodSpec)
-    raw: Mapping[str, Any] = field(default_factory=dict)  # the template as written, for the executors
 
 
 # ---------------------------------------------------------------- job
@@ -570,77 +431,4 @@ class Pod:
                 "resources": format_resource_list(self.spec.requests()),
             },
             "status": self.status.to_dict(),
-        }
-
-
-# ---------------------------------------------------------------- node, priority class, event
-
-
-@dataclass(slots=True)
-class Node:
-    metadata: ObjectMeta
-    allocatable: dict[str, float]
-    taints: tuple[Taint, ...] = ()
-    unschedulable: bool = False
-    ready: bool = True
-    virtual_resources: frozenset[str] = frozenset()  # e.g. {"nvidia.com/gpu"} when declared, not detected
-    api_version: str = "v1"
-    kind: str = "Node"
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.metadata.labels
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "metadata": self.metadata.to_dict(namespaced=False),
-            "spec": {"taints": [t.to_dict() for t in self.taints], "unschedulable": self.unschedulable},
-            "status": {"allocatable": format_resource_list(self.allocatable), "ready": self.ready},
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityClass:
-    name: str
-    value: int
-    global_default: bool = False
-    preemption_policy: str = "PreemptLowerPriority"  # or Never
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": self.name},
-            "value": self.value,
-            "globalDefault": self.global_default,
-            "preemptionPolicy": self.preemption_policy,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something that happened to an object, as `caldera describe` and the simulator report it."""
-
-    time: float
-    kind: str  # Bind, Evict, Preempt, Reclaim, JobPhase, PodPhase, PodGroupPhase, Unschedulable, ...
-    object: str  # the object's name (a pod, a job or a podgroup)
-    node: str = ""
-    reason: str = ""
-    message: str = ""
-    namespace: str = "default"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "time": self.time,
-            "kind": self.kind,
-            "object": self.object,
-            "node": self.node,
-            "reason": self.reason,
-            "message": self.message,
         }

@@ -18,131 +18,24 @@ changed since a time-driven plugin (las) last looked.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from caldera.core import objects as o
 from caldera.core.resources import GPU, PODS
-from caldera.scheduler.service import Service
-
-Vector = npt.NDArray[np.float64]
-
-
-# Resources nodes always have but cluster files rarely declare; Volcano does not account them either.
-UNTRACKED_UNLESS_DECLARED = frozenset({"ephemeral-storage", "storage"})
-
-
-class TaskStatus(enum.Enum):
-    # Members are singletons, so identity hashing is right, and in C: Enum's own __hash__ is Python code,
-    # and `status in OCCUPYING` runs millions of times in a replay.
-    __hash__ = object.__hash__
-
-    PENDING = "Pending"
-    ALLOCATED = "Allocated"  # placed in this session, not yet bound
-    PIPELINED = "Pipelined"  # placed on resources still being released
-    BINDING = "Binding"  # bind committed, pod not yet seen bound
-    BOUND = "Bound"
-    RUNNING = "Running"
-    RELEASING = "Releasing"  # evicted or deleted, process still ending
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-OCCUPYING = frozenset(
-    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.RELEASING}
-)
-# Counted in the job's and queue's allocated (a releasing task still uses its node, not its share).
-ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
-READY = ALLOCATED | {TaskStatus.SUCCEEDED}
-FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
-
-
-@dataclass(eq=False, slots=True)
-class TaskInfo:
-    """One pod as the scheduler sees it."""
-
-    key: str  # namespace/name of the pod
-    name: str
-    job: JobInfo
-    task: str
-    index: int
-    req: Vector  # request per resource dimension, pods included
-    priority: int
-    spec: o.PodSpec
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    creation: float
-    status: TaskStatus = TaskStatus.PENDING
-    node: int = -1  # column of the node it occupies or is pipelined to
-    unknown_resource: str = ""  # a requested resource no node has
-    run_since: float | None = None  # when its observed run started (None: not running); see service.py
-    run_gpus: float = 0.0  # the GPUs that run counts in its job's attained service
-
-    @property
-    def best_effort(self) -> bool:
-        """Asks for nothing but a pod slot (Volcano's BestEffort)."""
-        return not self.unknown_resource and bool(np.all(self.req[1:] == 0))
-
-    @property
-    def occupying(self) -> bool:
-        return self.status in OCCUPYING
-
-
-@dataclass(eq=False, slots=True)
-class JobInfo:
-    """One PodGroup and the tasks of its job."""
-
-    key: str  # namespace/podgroup name
-    name: str  # the job's name
-    namespace: str
-    queue: str
-    priority: int
-    min_available: int
-    min_task_member: dict[str, int]
-    creation: float
-    pg_phase: str
-    annotations: Mapping[str, str]
-    min_resources: Vector
-    allocated: Vector
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)  # by pod key
-    pg_conditions: list[o.PodGroupCondition] = field(default_factory=list)
-    failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
-    evict_failed_at: dict[str, int] = field(default_factory=dict)  # the same, per eviction (Preempt, Reclaim)
-    fit_errors: str = ""  # why it last failed, for the Unschedulable condition
-    inqueue_since: float | None = None
-    counts: dict[TaskStatus, int] = field(default_factory=dict)  # tasks by status, kept by ClusterState
-    service: Service = field(default_factory=Service)  # GPU-seconds run so far, across runs
-
-    def count(self, statuses: frozenset[TaskStatus]) -> int:
-        c = self.counts
-        return sum(c.get(s, 0) for s in statuses)
-
-    def ready_count(self) -> int:
-        return self.count(READY)
-
-    def pending_tasks(self) -> list[TaskInfo]:
-        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
-
-
-@dataclass(eq=False, slots=True)
-class QueueInfo:
-    name: str
-    weight: int
-    capability: Vector  # +inf where unlimited
-    guarantee: Vector
-    deserved_spec: Vector  # spec.deserved (capacity plugin); 0 where unset
-    has_deserved: bool
-    reclaimable: bool
-    state: str
-    priority: int
-    parent: str
-    allocated: Vector
-    request: Vector  # sum of requests of all unfinished tasks
-    inqueue: Vector  # minResources of Inqueue jobs not yet running
+from caldera.scheduler.info import ALLOCATED as ALLOCATED
+from caldera.scheduler.info import FINISHED as FINISHED
+from caldera.scheduler.info import OCCUPYING as OCCUPYING
+from caldera.scheduler.info import READY as READY
+from caldera.scheduler.info import UNTRACKED_UNLESS_DECLARED as UNTRACKED_UNLESS_DECLARED
+from caldera.scheduler.info import JobInfo as JobInfo
+from caldera.scheduler.info import QueueInfo as QueueInfo
+from caldera.scheduler.info import TaskInfo as TaskInfo
+from caldera.scheduler.info import TaskStatus as TaskStatus
+from caldera.scheduler.info import Vector as Vector
+from caldera.scheduler.invariants import check_invariants
 
 
 class ClusterState:
@@ -581,24 +474,5 @@ class ClusterState:
         self._transition(task, status, node, bump=False)
 
     def check_invariants(self) -> None:
-        """Recompute every total from the tasks; raise AssertionError on any drift (for tests)."""
-        used = np.zeros_like(self.used)
-        releasing = np.zeros_like(self.used)
-        nominated = np.zeros_like(self.used)
-        for t in self.tasks.values():
-            if t.status in OCCUPYING:
-                used[:, t.node] += t.req
-            if t.status is TaskStatus.RELEASING:
-                releasing[:, t.node] += t.req
-            if t.status is TaskStatus.PIPELINED:
-                nominated[:, t.node] += t.req
-        assert np.allclose(used, self.used), "node used drifted"
-        assert np.allclose(releasing, self.releasing), "node releasing drifted"
-        assert np.allclose(nominated, self.nominated), "node nominated drifted"
-        for j in self.jobs.values():
-            alloc = sum((t.req for t in j.tasks.values() if t.status in ALLOCATED), np.zeros(len(self.resources)))
-            assert np.allclose(alloc, j.allocated), f"job {j.key} allocated drifted"
-        for q in self.queues.values():
-            jobs = [j for j in self.jobs.values() if j.queue == q.name]
-            alloc = sum((j.allocated for j in jobs), np.zeros(len(self.resources)))
-            assert np.allclose(alloc, q.allocated), f"queue {q.name} allocated drifted"
+        """Recompute every total from the tasks; AssertionError on any drift (for tests)."""
+        check_invariants(self)
