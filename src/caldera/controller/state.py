@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from caldera.controller.elastic import elastic_sync, replaceable
 from caldera.controller.events import (
     ABORT_JOB,
     COMPLETE_JOB,
@@ -44,6 +45,7 @@ from caldera.controller.events import (
 )
 from caldera.controller.pods import pod_name
 from caldera.controller.status import PodCounts, build_status, job_status_counts
+from caldera.core.elastic import elastic_range
 from caldera.core.objects import (
     ABORTED,
     ABORTING,
@@ -309,11 +311,31 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
     kill: list[str] = []
     create: list[tuple[str, int]] = []
     for task in job.spec.tasks:
+        if elastic_range(job, task.name) is not None:
+            task_kill, task_create = elastic_sync(job, task, pods)
+            kill.extend(task_kill)
+            if all(_ready(job, pods, dep) for dep in task.depends_on):
+                create.extend(task_create)
+            continue
         kill.extend(p.name for p in _live(pods) if p.task == task.name and p.index >= task.replicas)
         if not all(_ready(job, pods, dep) for dep in task.depends_on):
             continue
         create.extend((task.name, i) for i in range(task.replicas) if pod_name(job.name, task.name, i) not in present)
     return tuple(kill), tuple(create)
+
+
+def _replaces_pod(job: Job, pods: Sequence[Pod], action: str, target: Target, phase: str) -> bool:
+    if action != RESTART_POD or target.scope != POD_SCOPE or phase not in (PENDING, RUNNING):
+        return False
+    pod = next((p for p in pods if p.name == target.pod), None)
+    return pod is not None and replaceable(job, pod.task, pod.name)
+
+
+def _elastic_finished(job: Job, c: PodCounts) -> bool:
+    """An elastic job whose training ended: pods succeeded, none runs; pods never placed need not run."""
+    if not any(elastic_range(job, t.name) is not None for t in job.spec.tasks):
+        return False
+    return c.running == c.terminating == c.failed == 0 and c.succeeded >= max(job.spec.min_available, 1)
 
 
 def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: float, podgroup_phase: str) -> Plan:
@@ -326,6 +348,11 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
         counts = job_status_counts(pods)
         status = build_status(job, counts, phase=phase, now=now, retry_count=old.retry_count, version=old.version)
         return Plan(status=status, previous_phase=old.phase, counts=counts)
+    pod_retries: dict[str, int] | None = None
+    if _replaces_pod(job, pods, action, target, phase):
+        # caldera: an elastic pod is re-created in place while the others wait; the job is not restarted.
+        edge = Edge(KILL_TARGET, check=_pending_check if phase == PENDING else _running_check)
+        pod_retries = {**old.pod_retries, target.pod: old.pod_retries.get(target.pod, 0) + 1}
     refused = edge.retry and old.retry_count >= job.spec.max_retry
     if refused:
         edge = REFUSED_RESTART
@@ -352,6 +379,8 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
         step = Step(edge.to, action, f"{action} in {phase}")
     elif edge.check is not None:
         step = edge.check(job.spec, counts, retry)
+    if step is None and do == SYNC and phase == RUNNING and _elastic_finished(job, counts):
+        step = Step(COMPLETED, "ElasticFinished", f"{counts.succeeded} pods succeeded and none runs")
     next_phase = step.phase if step is not None else phase
 
     if do == SYNC and next_phase in FINISHED_JOB_PHASES:
@@ -371,6 +400,7 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
         version=old.version + (1 if whole_job_kill else 0),
         reason=step.reason if step is not None else "",
         message=step.message if step is not None else "",
+        pod_retries=pod_retries,
     )
     return Plan(
         status=status,

@@ -93,6 +93,7 @@ def build_status(
     version: int,
     reason: str = "",
     message: str = "",
+    pod_retries: dict[str, int] | None = None,
 ) -> JobStatus:
     """The job's next status: `counts`, and `phase` with its bookkeeping.
 
@@ -127,4 +128,5 @@ def build_status(
         start_time=start_time,
         completion_time=completion_time,
         conditions=[*old.conditions, (phase, now)] if changed else list(old.conditions),
+        pod_retries=dict(old.pod_retries if pod_retries is None else pod_retries),
     )

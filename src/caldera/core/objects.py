@@ -189,9 +189,10 @@ class JobStatus:
     start_time: float | None = None  # when the minAvailable-th pod first ran
     completion_time: float | None = None
     conditions: list[tuple[str, float]] = field(default_factory=list)  # (phase, time)
+    pod_retries: dict[str, int] = field(default_factory=dict)  # elastic pods re-created in place, by pod name
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "state": {
                 "phase": self.phase,
                 "reason": self.reason,
@@ -209,6 +210,9 @@ class JobStatus:
             "retryCount": self.retry_count,
             "conditions": [{"status": p, "lastTransitionTime": t} for p, t in self.conditions],
         }
+        if self.pod_retries:
+            out["podRetries"] = dict(sorted(self.pod_retries.items()))
+        return out
 
 
 @dataclass(slots=True)

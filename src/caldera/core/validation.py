@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from caldera.core.elastic import validate_elastic
 from caldera.core.errors import FieldError
 from caldera.core.objects import (
     QUEUE_CLOSED,
@@ -103,6 +104,7 @@ def validate_job(job: Job) -> list[FieldError]:
         )
     if spec.max_retry < 0:
         errors.append(FieldError("spec.maxRetry", "must be an integer >= 0"))
+    errors.extend(validate_elastic(job))
     if spec.ttl_seconds_after_finished is not None and spec.ttl_seconds_after_finished < 0:
         errors.append(FieldError("spec.ttlSecondsAfterFinished", "must be an integer >= 0"))
     if spec.min_success is not None:

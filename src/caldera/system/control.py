@@ -36,6 +36,7 @@ from caldera.controller import (
 from caldera.controller.events import INTERNAL_ACTIONS, JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
+from caldera.core.elastic import check_scale, with_elastic_defaults, with_replicas
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
@@ -108,7 +109,8 @@ class ControlPlane:
         self.state.set_priority_classes(self.priority_classes.values())
 
     def submit(self, job: o.Job) -> None:
-        """Admit a job (Volcano's validating webhook) and start reconciling it; ValidationError if refused."""
+        """Admit a job (Volcano's webhooks: defaults, then validation) and start reconciling it; ValidationError if refused."""
+        with_elastic_defaults(job)
         errors = validate_job_admission(job, self.queues)
         if errors:
             raise ValidationError(errors, f"job {job.name}")
@@ -130,6 +132,18 @@ class ControlPlane:
         ns, _, name = job_key.rpartition("/")
         self.record("Command", name, reason=action, message="" if job else "no such job", namespace=ns or "default")
         self._request(job_key, Request(event="CommandIssued", action=action))
+
+    def scale(self, job_key: str, task: str, replicas: int) -> None:
+        """Change an elastic task's replicas (Volcano's JobUpdated); ValidationError outside its range."""
+        job = self.jobs[job_key]
+        errors = check_scale(job, task, replicas)
+        if errors:
+            raise ValidationError(errors, f"scale {job.name}")
+        job.spec = with_replicas(job.spec, task, replicas)
+        self.record(
+            "Scaled", job.name, reason="Scaled", message=f"task {task}: {replicas} replicas", namespace=job.namespace
+        )
+        self._request(job_key, Request(event=OUT_OF_SYNC_EVENT))
 
     def remove_queue(self, name: str) -> None:
         self.queues.pop(name, None)

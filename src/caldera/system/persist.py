@@ -66,6 +66,7 @@ def status_from_record(s: JSON) -> o.JobStatus:
         start_time=s.get("startTime"),
         completion_time=s.get("completionTime"),
         conditions=[(c["status"], float(c["lastTransitionTime"])) for c in s.get("conditions", [])],
+        pod_retries={str(k): int(v) for k, v in s.get("podRetries", {}).items()},
     )
 
 
