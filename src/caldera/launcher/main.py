@@ -1,0 +1,80 @@
+"""The launcher's entry point, shared by `python -m caldera.launcher` and `caldera launch`.
+
+`main(argv)` parses the settings (bad ones: one line, exit 2), connects to etcd lazily (the
+agent retries while it is unreachable) and runs the agent's loop: act, then wait for the next
+event or timer. Signals (SIGTERM, SIGINT, SIGHUP) become events: the agent stops its workers,
+deletes its key and the process exits 128+signal.
+
+Kept light on purpose (no numpy, torch, web framework): it starts in every elastic pod, and its
+start-up time is part of the recovery time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from caldera.launcher.agent import Agent
+from caldera.launcher.events import Signalled, next_events
+from caldera.launcher.kv import KV
+from caldera.launcher.settings import Settings, SettingsError, parse, usage_error
+from caldera.utils.clock import SystemClock
+
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+CONNECT_TIMEOUT_S = 3.0
+
+
+def run(agent: Agent) -> int:
+    """Drive `agent` until this node is finished; its exit code (0, 1, or 128+signal)."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        agent.events.put(Signalled(signum))  # SimpleQueue.put is safe in a signal handler
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, on_signal) for sig in HANDLED_SIGNALS}
+    try:
+        while True:
+            code = agent.step()
+            if code is not None:
+                return code
+            for event in next_events(agent.events, agent.wake_in()):
+                code = agent.handle(event)
+                if code is not None:
+                    return code
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        agent.close()
+
+
+def connector(settings: Settings) -> KV:
+    from caldera.launcher.etcd import connect  # the etcd client (gRPC) loads only when used
+
+    return connect(settings.server, CONNECT_TIMEOUT_S)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings = parse(sys.argv[1:] if argv is None else argv)
+    except SettingsError as e:
+        usage_error(str(e))
+    agent = Agent(settings, lambda: connector(settings), SystemClock())
+    agent.log(
+        "launcher started",
+        np=f"{settings.lo}:{settings.hi}",
+        nproc=settings.nproc,
+        server=settings.server,
+        ttl=settings.ttl,
+    )
+    try:
+        return run(agent)
+    except Exception as e:  # a bug, not a user error: its workers are stopped (run's finally); one line
+        if os.environ.get("CALDERA_DEBUG"):
+            raise
+        agent.log(f"internal error: {type(e).__name__}: {e} (set CALDERA_DEBUG=1 for the traceback)", code=1)
+        return 1

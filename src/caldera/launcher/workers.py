@@ -1,0 +1,131 @@
+"""The training processes of one round on this node: start, watch, stop; none outlives the launcher.
+
+- Each worker is started with PR_SET_PDEATHSIG=SIGKILL (Linux prctl through ctypes), so a
+  launcher killed with -9 takes its workers with it (reference/elastic-etcd.md pitfall 13).
+  prctl is called by a tiny exec shim (`python -I -S -c ...` that then execs the command):
+  calling Python in the child between fork and exec (`preexec_fn`) is unsafe in a process
+  with threads (the keep-alive, the watch, gRPC's), and the shim costs ~20 ms. The shim
+  also checks that its parent is still the launcher, closing the race where the launcher
+  dies between fork and prctl. Workers are started from the launcher's main thread only:
+  PDEATHSIG fires when the *thread* that forked the child ends.
+- Each worker leads its own process group, so stopping it reaches what it started (data
+  loader processes): SIGTERM to the group, `grace` seconds, then SIGKILL to the group.
+  Processes are tracked by PID, never found by name.
+- stdout and stderr are inherited (the pod's log); stdin is /dev/null.
+- A thread per worker waits for it and reports its exit code to `on_exit`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from caldera.utils.clock import Clock
+
+_SHIM = """\
+import ctypes, os, signal, sys
+if ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:
+    sys.stderr.write("caldera launch: prctl(PR_SET_PDEATHSIG) failed\\n"); os._exit(126)
+if os.getppid() != int(sys.argv[1]):
+    os._exit(137)
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    sys.stderr.write("caldera launch: cannot run %r: %s\\n" % (sys.argv[2], e.strerror)); os._exit(127)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExit:
+    round: int
+    local_rank: int
+    pid: int
+    code: int  # negative: killed by that signal
+
+
+def _shimmed(command: Sequence[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return list(command)
+    return [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *command]
+
+
+def _kill_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class WorkerGroup:
+    """The `len(envs)` processes of `command` for one round on this node."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        envs: Sequence[Mapping[str, str]],
+        round_: int,
+        on_exit: Callable[[WorkerExit], None],
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.command = tuple(command)
+        self.round = round_
+        self._envs = [dict(e) for e in envs]
+        self._base = dict(os.environ if base_env is None else base_env)
+        self._on_exit = on_exit
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._codes: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def start(self) -> None:
+        """Start every process; if one cannot start, stop those started and raise OSError."""
+        argv = _shimmed(self.command)
+        for local_rank, env in enumerate(self._envs):
+            try:
+                proc = subprocess.Popen(
+                    argv, env={**self._base, **env}, stdin=subprocess.DEVNULL, start_new_session=True
+                )
+            except OSError:
+                self.stop(0.0)
+                raise
+            self._procs.append(proc)
+            threading.Thread(
+                target=self._reap, args=(local_rank, proc), name=f"caldera-worker-{local_rank}", daemon=True
+            ).start()
+
+    def _reap(self, local_rank: int, proc: subprocess.Popen[bytes]) -> None:
+        code = proc.wait()
+        with self._lock:
+            self._codes[local_rank] = code
+        self._on_exit(WorkerExit(self.round, local_rank, proc.pid, code))
+
+    def codes(self) -> dict[int, int]:
+        """Exit codes of the workers that have exited, by local rank."""
+        with self._lock:
+            return dict(self._codes)
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self._procs)
+
+    def stop(self, grace: float, clock: Clock | None = None) -> None:
+        """SIGTERM every worker's group, wait up to `grace` seconds, SIGKILL what is left; returns
+        once every worker has exited (their groups are SIGKILLed too, for stray children)."""
+        alive = [p for p in self._procs if p.poll() is None]
+        for proc in alive:
+            _kill_group(proc.pid, signal.SIGTERM)
+        start = clock.now() if clock is not None else 0.0
+        for proc in alive:
+            left = grace - (clock.now() - start) if clock is not None else grace
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, left))
+        for proc in self._procs:
+            _kill_group(proc.pid, signal.SIGKILL)
+        for proc in self._procs:
+            proc.wait()
