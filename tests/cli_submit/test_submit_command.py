@@ -39,9 +39,7 @@ def error_line(result: Result) -> str:
     [
         pytest.param(["pytorch", "--workers", "3"], {"master": 1, "worker": 2}, 3, "pytorch", id="pytorch"),
         pytest.param(["pytorch"], {"master": 1}, 1, "pytorch", id="pytorch-default-one"),
-        pytest.param(
-            ["pytorch", "--elastic", "--workers", "2:4"], {"master": 1, "worker": 3}, 2, "pytorch", id="pytorch-elastic"
-        ),
+        pytest.param(["pytorch", "--elastic", "--workers", "2:4"], {"worker": 4}, 2, "svc", id="pytorch-elastic"),
         pytest.param(
             ["tf", "--ps", "2", "--workers", "2", "--chief"],
             {"ps": 2, "worker": 2, "chief": 1},

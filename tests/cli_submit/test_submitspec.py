@@ -59,9 +59,9 @@ FULL = make_spec(
 VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "pytorch-1": lambda: pytorch_job(make_spec(), workers=1),
     "pytorch-3": lambda: pytorch_job(make_spec(), workers=3),
-    "pytorch-elastic-2:4": lambda: pytorch_job(make_spec(), workers=4, min_workers=2),
-    "pytorch-elastic-1:1": lambda: pytorch_job(make_spec(), workers=1, min_workers=1),
-    "pytorch-elastic-1:3": lambda: pytorch_job(make_spec(), workers=3, min_workers=1),
+    "pytorch-elastic-2:4": lambda: pytorch_job(make_spec(), workers=4, min_workers=2, elastic=True),
+    "pytorch-elastic-1:1": lambda: pytorch_job(make_spec(), workers=1, min_workers=1, elastic=True),
+    "pytorch-elastic-1:3": lambda: pytorch_job(make_spec(), workers=3, min_workers=1, elastic=True),
     "pytorch-every-option": lambda: pytorch_job(FULL, workers=2),
     "tf-workers-only": lambda: tensorflow_job(make_spec(), workers=2),
     "tf-ps": lambda: tensorflow_job(make_spec(), workers=2, ps=1),
@@ -103,7 +103,9 @@ def test_every_variant_is_a_valid_volcano_job(build: Callable[[], dict[str, Any]
 @pytest.mark.parametrize("build", VARIANTS.values(), ids=VARIANTS.keys())
 def test_every_variant_restarts_the_whole_job_and_never_a_pod(build: Callable[[], dict[str, Any]]) -> None:
     manifest = build()
-    assert manifest["spec"]["policies"] == RESTART_ON_FAILURE
+    elastic = any(k.startswith("caldera.dev/elastic-max-") for k in manifest["metadata"].get("annotations", {}))
+    # An elastic job recovers pod by pod (admission adds RestartPod); every other job restarts whole.
+    assert manifest["spec"].get("policies") == (None if elastic else RESTART_ON_FAILURE)
     assert {t["template"]["spec"]["restartPolicy"] for t in manifest["spec"]["tasks"]} == {"Never"}
     assert {"svc", "env"} <= manifest["spec"]["plugins"].keys()
 
@@ -131,11 +133,26 @@ def test_pytorch_with_one_worker_is_the_master_alone() -> None:
     assert m["spec"]["minAvailable"] == 1
 
 
-def test_pytorch_elastic_gang_is_min_pods_with_the_master_in_it() -> None:
-    m = pytorch_job(make_spec(), workers=4, min_workers=2)
+def test_pytorch_elastic_is_launcher_pods_min_of_max() -> None:
+    m = pytorch_job(make_spec(), workers=4, min_workers=2, elastic=True)
     job = parse_job(m)
-    assert [(t.name, t.replicas, t.min_available) for t in job.spec.tasks] == [("master", 1, None), ("worker", 3, 1)]
+    assert [(t.name, t.replicas, t.min_available) for t in job.spec.tasks] == [("worker", 4, 2)]
     assert job.spec.min_available == 2
+    assert job.metadata.annotations["caldera.dev/elastic-max-worker"] == "4"
+    assert "pytorch" not in job.spec.plugins  # the launchers elect rank 0; no fixed master
+    (container,) = job.spec.tasks[0].template.spec.containers
+    assert container.command[:4] == ("python", "-m", "caldera.launcher", "--")
+
+
+def test_pytorch_elastic_at_a_fixed_size_is_fault_tolerant() -> None:
+    job = parse_job(pytorch_job(make_spec(), workers=3, elastic=True))
+    assert [(t.replicas, t.min_available) for t in job.spec.tasks] == [(3, 3)]
+    assert job.metadata.annotations["caldera.dev/elastic-max-worker"] == "3"
+
+
+def test_a_range_needs_elastic() -> None:
+    with pytest.raises(ValueError, match="elastic"):
+        pytorch_job(make_spec(), workers=4, min_workers=2)
 
 
 # ---------------------------------------------------------------- tensorflow

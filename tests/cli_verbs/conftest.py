@@ -19,12 +19,15 @@ from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
+from caldera.cli.scale import scale
 from caldera.cli.suspend import suspend
+from caldera.cli.tensorboard import tensorboard
 from caldera.cli.top import top
 from caldera.cli.up import up
 from caldera.cli.wait import wait
-from caldera.testing.fake_cluster import FakeCluster
 from caldera.utils.clock import ManualClock
+
+from .fake_daemon import VerbsFake
 
 CREATED = 1_000_000.0  # the fake's clock: when objects are created
 NOW = CREATED + 125.0  # the CLI's clock: ages read 2m5s
@@ -37,13 +40,29 @@ def cli() -> None:
     """The verbs as `caldera.cli.main` registers them."""
 
 
-for command in (up, down, apply, delete, suspend, resume, list_jobs, get, describe, logs, top, queue, wait):
+for command in (
+    up,
+    down,
+    apply,
+    delete,
+    suspend,
+    resume,
+    list_jobs,
+    get,
+    describe,
+    logs,
+    top,
+    queue,
+    wait,
+    scale,
+    tensorboard,
+):
     cli.add_command(command)
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> FakeCluster:
-    return FakeCluster(tmp_path / "pods", clock=ManualClock(CREATED))
+def fake(tmp_path: Path) -> VerbsFake:
+    return VerbsFake(tmp_path / "pods", clock=ManualClock(CREATED))
 
 
 @pytest.fixture
@@ -52,7 +71,7 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def run(fake: FakeCluster, clock: ManualClock) -> Run:
+def run(fake: VerbsFake, clock: ManualClock) -> Run:
     """`run("get", "train")`: the verb over the fake; stdout and stderr apart."""
 
     def invoke(*args: str, input: str | None = None) -> Result:

@@ -4,6 +4,9 @@ It lives the real daemon's life (`caldera.server.__main__.run`: lock, token, lis
 daemon.json, serve, shutdown) with a fake in place of the EmbeddedCluster, and says
 in its log (daemon.log) how the cluster was shut down. With CALDERA_FAKE_DAEMON_FAIL
 set it fails at start, as a daemon with a broken cluster would.
+
+`VerbsFake` is the FakeCluster with `watch` playing the events a test scripted
+(`watch_events`). The verb tests use it too.
 """
 
 from __future__ import annotations
@@ -11,14 +14,33 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from caldera.server.__main__ import run
-from caldera.system.api import ClusterAPI
+from caldera.system.api import JSON, ClusterAPI
 from caldera.testing.fake_cluster import DEFAULT_NODE, FakeCluster
+from caldera.utils.clock import Clock
 
 
-class LoggingFake(FakeCluster):
+class VerbsFake(FakeCluster):
+    def __init__(self, log_dir: Path, *, clock: Clock | None = None, nodes: list[JSON] | None = None) -> None:
+        super().__init__(log_dir, clock=clock, nodes=nodes)
+        self.watch_events: list[JSON] = []
+        self.watches: list[tuple[tuple[str, ...], str | None]] = []
+
+    def watch(
+        self,
+        kinds: tuple[str, ...] = (),
+        namespace: str | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[JSON]:
+        self.watches.append((kinds, namespace))
+        yield from self.watch_events
+
+
+class LoggingFake(VerbsFake):
     def shutdown(self, stop_pods: bool = True) -> None:
         super().shutdown(stop_pods)
         print(f"fake cluster shut down (stop_pods={stop_pods})", flush=True)

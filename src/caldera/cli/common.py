@@ -44,9 +44,17 @@ _CLIENT = "caldera.client"
 
 
 class Cluster(ClusterAPI, Protocol):
-    """What the verbs use: the cluster's API, and the pod logs as text (a `Client`, or a fake)."""
+    """What the verbs use: the cluster's API, the pod logs as text and watch events (a `Client`, or a fake)."""
 
     def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]: ...
+
+    def watch(
+        self,
+        kinds: tuple[str, ...] = (),
+        namespace: str | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[JSON]: ...
 
 
 @dataclass(slots=True)

@@ -54,6 +54,8 @@ def header(summary: JSON, now: float) -> Table:
         ("Age", age(summary.get("creationTimestamp"), now)),
         ("Duration", job_duration(summary, now)),
     ]
+    if summary.get("tensorboard"):
+        rows.append(("TensorBoard", summary["tensorboard"]))
     for key, value in rows:
         t.add_row(f"{key}:", text(value))
     return t

@@ -1,4 +1,4 @@
-"""`caldera list`: the jobs of a namespace (or of all), as a table or as stable JSON/YAML."""
+"""`caldera list`: the jobs of a namespace (or of all), as a table or as stable JSON/YAML; `-w` follows changes."""
 
 from __future__ import annotations
 
@@ -18,15 +18,20 @@ from caldera.cli.common import (
     table,
     text,
 )
+from caldera.cli.watching import watch_jobs
 
 
 @click.command("list", cls=Verb)
 @namespace_option
 @click.option("-A", "--all-namespaces", is_flag=True, help="jobs of every namespace")
 @output_option
+@click.option("-w", "--watch", is_flag=True, help="then print a row each time a job changes (until Ctrl-C)")
 @click.pass_context
-def list_jobs(ctx: click.Context, namespace: str, all_namespaces: bool, output: str) -> None:
+def list_jobs(ctx: click.Context, namespace: str, all_namespaces: bool, output: str, watch: bool) -> None:
     """List jobs: phase, pods running, retries, age and duration."""
+    if watch:
+        watch_jobs(cluster(ctx), None if all_namespaces else namespace, output, clock(ctx).now)
+        return
     jobs = cluster(ctx).list_jobs(None if all_namespaces else namespace)
     if output != "table":
         emit(jobs, output)

@@ -13,13 +13,16 @@ from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.down import down
 from caldera.cli.get import get
+from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
+from caldera.cli.scale import scale
 from caldera.cli.simulate import simulate
 from caldera.cli.submit import submit
 from caldera.cli.suspend import suspend
+from caldera.cli.tensorboard import tensorboard
 from caldera.cli.top import top
 from caldera.cli.up import up
 from caldera.cli.wait import wait
@@ -46,8 +49,11 @@ for command in (
     delete,
     suspend,
     resume,
+    scale,
+    launch,
     queue,
     simulate,
+    tensorboard,
 ):
     cli.add_command(command)
 

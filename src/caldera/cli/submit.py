@@ -176,7 +176,9 @@ _COMMON = (
         callback=_via(_data),
         help="Host path SRC as DST in the pod's directory.",
     ),
-    click.option("--tensorboard", is_flag=True, help="Record --logdir for TensorBoard."),
+    click.option(
+        "--tensorboard", is_flag=True, help="Start TensorBoard on --logdir for the job (see `caldera tensorboard JOB`)."
+    ),
     click.option("--logdir", help="TensorBoard log directory (with --tensorboard)."),
     click.option(
         "--retry", type=int, callback=_retry, help="Whole-job restarts allowed (maxRetry; Volcano's default 3)."
@@ -268,7 +270,7 @@ def pytorch(workers: tuple[int | None, int], elastic: bool, dry_run: bool, **com
     low, high = workers
     if low is not None and not elastic:
         raise click.BadParameter("MIN:MAX is for elastic jobs: add --elastic", param_hint="'--workers'")
-    _submit(pytorch_job(_spec(**common), workers=high, min_workers=low), dry_run)
+    _submit(pytorch_job(_spec(**common), workers=high, min_workers=low, elastic=elastic), dry_run)
 
 
 @submit.command(cls=_TrainingCommand, options_metavar=_USAGE)

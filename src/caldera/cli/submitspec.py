@@ -27,9 +27,13 @@ Choices, and why:
   limits (an extended resource needs a limit), only on pods that compute: not on tf ps,
   paddle pservers nor the MPI launcher (Arena's `--gpus` is "GPUs per worker"; its servers
   have their own `--ps-gpus`).
-- Elastic pytorch (`min_workers`): master + `workers`-1 workers; job minAvailable
-  `min_workers` and worker minAvailable `min_workers`-1, so the master is always in the
-  gang. Policies stay as above until the elastic launcher is wired.
+- Elastic pytorch (`--elastic`, `elastic=True`): one task `worker` of MAX pods, minAvailable
+  MIN, and the job annotation `caldera.dev/elastic-max-worker: MAX` (also for a fixed
+  `--workers N`: fault tolerance at N). There is no master pod: every pod runs `python -m
+  caldera.launcher -- COMMAND`, and the launchers elect rank 0 and its address in etcd on
+  every round (the pytorch plugin's fixed master would be wrong after the first
+  failure). No job-level RestartJob: admission gives the task pod-level recovery
+  (`caldera.core.elastic`), so one failed pod is re-created while the others wait.
 - Containers are named `pytorch`, `tensorflow`, `paddle`, `mpi`, as each operator names
   them. The image is written when given (the embedded executor ignores it).
 - The command is the container's `command`, exec'd without a shell.
@@ -56,6 +60,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from caldera.core.elastic import MAX_REPLICAS_PREFIX as ELASTIC_MAX_PREFIX
 from caldera.core.objects import JOB_API
 from caldera.core.quantity import QuantityError, parse_quantity
 from caldera.core.resources import GPU
@@ -66,6 +71,7 @@ TENSORBOARD_ANNOTATION = "caldera.dev/tensorboard-logdir"
 # Arena's JobMaxLength: the longest pod name, `<job>-trainer-<5 digits>`, still fits a 63-character label.
 MAX_NAME_LENGTH = 49
 WORKER_PLACEHOLDER = ("sleep", "infinity")
+LAUNCHER = ("python", "-m", "caldera.launcher")  # the pod's PATH has caldera's Python first
 PYTORCH_PORT = 23456
 TENSORFLOW_PORT = 2222
 PADDLE_PORT = 36543
@@ -186,17 +192,30 @@ class _Role:
     completes_job: bool = False
 
 
-def pytorch_job(spec: SubmitSpec, *, workers: int, min_workers: int | None = None) -> dict[str, Any]:
-    """A PyTorch job of `workers` pods, master included; elastic down to `min_workers` when given."""
+def pytorch_job(
+    spec: SubmitSpec, *, workers: int, min_workers: int | None = None, elastic: bool = False
+) -> dict[str, Any]:
+    """A PyTorch job of `workers` pods, master included; elastic (`min_workers`..`workers` launcher pods)."""
     _require(workers >= 1, "workers must be at least 1 (the master)")
     _require(min_workers is None or 1 <= min_workers <= workers, "min_workers must be between 1 and workers")
+    _require(min_workers is None or elastic, "a MIN:MAX range is for elastic jobs")
+    if elastic:
+        return elastic_pytorch_job(spec, workers=workers, min_workers=min_workers or workers)
     roles = [_Role("master", 1, spec.command)]
     if workers > 1:
-        worker_min = None if min_workers is None else min_workers - 1
-        roles.append(_Role("worker", workers - 1, spec.command, min_available=worker_min))
+        roles.append(_Role("worker", workers - 1, spec.command))
     # A role flag must name a task of the job (the plugin refuses one that does not): no worker flag alone.
     flags = ["--master=master", *(["--worker=worker"] if workers > 1 else []), f"--port={PYTORCH_PORT}"]
-    return _job(spec, "pytorch", roles, {"pytorch": flags}, min_available=min_workers or workers)
+    return _job(spec, "pytorch", roles, {"pytorch": flags})
+
+
+def elastic_pytorch_job(spec: SubmitSpec, *, workers: int, min_workers: int) -> dict[str, Any]:
+    """`workers` launcher pods, `min_workers` of them the gang (see the module docstring)."""
+    command = (*LAUNCHER, "--", *spec.command)
+    role = _Role("worker", workers, command, min_available=min_workers)
+    job = _job(spec, "pytorch", [role], {}, min_available=min_workers, policies=())
+    job["metadata"].setdefault("annotations", {})[f"{ELASTIC_MAX_PREFIX}worker"] = str(workers)
+    return job
 
 
 def tensorflow_job(
@@ -251,6 +270,7 @@ def _job(
     roles: list[_Role],
     plugins: dict[str, list[str]],
     min_available: int | None = None,
+    policies: tuple[dict[str, str], ...] = _RESTART_ON_FAILURE,
 ) -> dict[str, Any]:
     _require(bool(spec.command), "the command is empty")
     _require(spec.retry is None or spec.retry >= 1, "retry must be at least 1 (Volcano reads maxRetry 0 as 3)")
@@ -265,7 +285,8 @@ def _job(
         job["priorityClassName"] = spec.priority
     if spec.retry is not None:
         job["maxRetry"] = spec.retry
-    job["policies"] = [dict(p) for p in _RESTART_ON_FAILURE]
+    if policies:
+        job["policies"] = [dict(p) for p in policies]
     job["plugins"] = {**plugins, "svc": [], "env": []}
     job["tasks"] = [_task(spec, container, role) for role in roles]
     return {"apiVersion": JOB_API, "kind": "Job", "metadata": metadata, "spec": job}

@@ -29,6 +29,11 @@ POLL_SECONDS = 0.1
 @click.option("--cpus-per-node", metavar="QTY", help="CPUs of each virtual node (e.g. 2, 1500m)")
 @click.option("--memory-per-node", metavar="QTY", help="memory of each virtual node (e.g. 4Gi)")
 @click.option("--gpus-per-node", type=click.IntRange(min=0), help="GPUs per node (virtual if the machine has none)")
+@click.option(
+    "--elastic-server",
+    metavar="HOST:PORT",
+    help="etcd for elastic jobs [default: one the daemon starts, if etcd is installed]",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="address the API listens on")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="API port (0: a free one)")
 @click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="seconds to wait")
@@ -39,6 +44,7 @@ def up(
     cpus_per_node: str | None,
     memory_per_node: str | None,
     gpus_per_node: int | None,
+    elastic_server: str | None,
     host: str,
     port: int,
     timeout: float,
@@ -62,6 +68,7 @@ def up(
         ("--cpus-per-node", cpus_per_node),
         ("--memory-per-node", memory_per_node),
         ("--gpus-per-node", gpus_per_node),
+        ("--elastic-server", elastic_server),
     ):
         if value is not None:
             args += [flag, str(value)]

@@ -1,7 +1,7 @@
 """The typed HTTP client of the daemon's REST API: `ClusterAPI` over the wire, plus log streaming.
 
 Every method mirrors the `ClusterAPI` method of the same name, so the CLI cannot tell
-a `Client` from an in-process cluster. Errors come back as the CalderaError the
+a `Client` from an in-process cluster; `stream_log` and `watch` add the streams. Errors come back as the CalderaError the
 server raised (NotFound, Conflict, ValidationError, or a plain CalderaError), built
 from the server's JSON body; a 401 says the token is wrong; a daemon that cannot be
 reached is a CalderaError naming the URL. No httpx exception leaves this module.
@@ -9,6 +9,8 @@ reached is a CalderaError naming the URL. No httpx exception leaves this module.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator
 from typing import Any, NoReturn, cast
 from urllib.parse import quote
@@ -16,13 +18,14 @@ from urllib.parse import quote
 import httpx
 
 from caldera.core.errors import CalderaError, FieldError, ValidationError
-from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.api import JSON, Conflict, Expired, NotFound
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 CORE = "/api/v1"
 UNAUTHORISED = "not authorised: wrong or missing token"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 def _seg(value: str) -> str:
@@ -58,6 +61,10 @@ class Client:
 
     def command(self, namespace: str, name: str, action: str) -> None:
         self._json("POST", f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/commands", json={"action": action})
+
+    def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
+        path = f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/scale"
+        return self._json("POST", path, json={"replicas": replicas, "task": task})
 
     def set_queue_state(self, name: str, state: str) -> JSON:
         return self._json("PUT", f"{QUEUES}/{_seg(name)}/state", json={"state": state})
@@ -95,6 +102,52 @@ class Client:
         if since:
             params.append(("since", since))
         return _items(self._json("GET", path, params=params))
+
+    def changes(
+        self, kinds: tuple[str, ...], namespace: str | None = None, since: int | None = None, timeout: float = 0.0
+    ) -> JSON:
+        """One watch batch: the events of a watch that ends after `timeout` seconds (whole seconds, rounded up)."""
+        events = []
+        version = since or 0
+        for event in self.watch(kinds, namespace, since, timeout=math.ceil(max(0.0, timeout))):
+            version = max(version, event_version(event))
+            if event["type"] != "BOOKMARK":
+                events.append(event)
+        return {"resourceVersion": version, "events": events}
+
+    def watch(
+        self,
+        kinds: tuple[str, ...] = (),
+        namespace: str | None = None,
+        since: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[JSON]:
+        """Watch events {"type", "object"} as they happen, until `timeout` seconds (None: until the caller stops).
+
+        `since` None: first every current object as ADDED, then a BOOKMARK (the end of those,
+        see `initial_events_end`), then the changes; else the changes after that version.
+        Raises Expired if `since` is older than the daemon's change log keeps."""
+        params: list[tuple[str, str | int | float | bool | None]] = [("kind", k) for k in kinds]
+        if namespace is not None:
+            params.append(("namespace", namespace))
+        if since is not None:
+            params.append(("resourceVersion", since))
+        if timeout is not None:
+            params.append(("timeoutSeconds", math.ceil(timeout)))
+        params.append(("allowWatchBookmarks", "true"))
+        url = f"{self.url}{CORE}/watch"
+        try:
+            with self._http.stream(
+                "GET", url, params=params, headers=self._headers, timeout=httpx.Timeout(self._timeout, read=None)
+            ) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    _raise(r)
+                for line in r.iter_lines():
+                    if line.strip():
+                        yield _watch_event(line)
+        except httpx.HTTPError as e:
+            self._unreachable(e)
 
     def pod_log(self, namespace: str, pod: str) -> str:
         """The path of the pod's log file on the daemon's machine."""
@@ -159,6 +212,35 @@ def _collection(manifest: JSON) -> str:
     raise ValidationError([FieldError("kind", rule)])
 
 
+def event_version(event: JSON) -> int:
+    """The resourceVersion a watch event is at (0 if it says none)."""
+    meta = (event.get("object") or {}).get("metadata") or {}
+    try:
+        return int(meta.get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def initial_events_end(event: JSON) -> bool:
+    """Whether `event` is the BOOKMARK that ends a watch's initial ADDED events."""
+    meta = (event.get("object") or {}).get("metadata") or {}
+    return event.get("type") == "BOOKMARK" and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true"
+
+
+def _watch_event(line: str) -> JSON:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        raise CalderaError(f"the daemon sent a watch line that is not JSON: {line[:200]!r}") from None
+    if not isinstance(event, dict) or "type" not in event:
+        raise CalderaError(f"the daemon sent a watch line that is not an event: {line[:200]!r}")
+    if event["type"] == "ERROR":
+        status = event.get("object") or {}
+        message = str(status.get("message") or "the watch failed")
+        raise Expired(message) if status.get("reason") == "Expired" else CalderaError(message)
+    return cast(JSON, event)
+
+
 def _items(body: JSON) -> list[JSON]:
     return list(body.get("items", []))
 
@@ -179,6 +261,8 @@ def _raise(r: httpx.Response) -> NoReturn:
         raise NotFound(message)
     if reason == "Conflict" or (reason is None and r.status_code == 409):
         raise Conflict(message)
+    if reason == "Expired" or (reason is None and r.status_code == 410):
+        raise Expired(message)
     if reason == "Invalid" and isinstance(body.get("errors"), list):
         errors = [
             FieldError(str(e.get("path", "")), str(e.get("rule", ""))) for e in body["errors"] if isinstance(e, dict)

@@ -76,6 +76,7 @@ def _embedded_cluster(home: Path, args: argparse.Namespace) -> ClusterAPI:
         cpus_per_node=args.cpus_per_node,
         memory_per_node=args.memory_per_node,
         gpus_per_node=args.gpus_per_node,
+        elastic_server=args.elastic_server,
     )
     cluster.start()
     return cluster
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-node", help="CPUs of each virtual node (a quantity)")
     p.add_argument("--memory-per-node", help="memory of each virtual node (a quantity)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs of each node (virtual when the machine has none)")
+    p.add_argument("--elastic-server", help="etcd HOST:PORT for elastic jobs (default: start one if etcd is installed)")
     return p
 
 

@@ -6,6 +6,7 @@
   GET    .../namespaces/{ns}/jobs/{name}/describe   spec, status, podgroup, events
   DELETE .../namespaces/{ns}/jobs/{name}
   POST   .../namespaces/{ns}/jobs/{name}/commands   {"action": "AbortJob" | "ResumeJob"}
+  POST   .../namespaces/{ns}/jobs/{name}/scale      {"replicas": N, "task": T | null} → the job summary
   POST   /apis/scheduling.volcano.sh/v1beta1/queues            apply a Queue (201)
   GET    /apis/scheduling.volcano.sh/v1beta1/queues[/{name}]
   PUT    /apis/scheduling.volcano.sh/v1beta1/queues/{name}/state {"state": "Open" | "Closed"}
@@ -15,6 +16,7 @@
   GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
   GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N   the log, streamed
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
+  GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
 errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
@@ -23,6 +25,7 @@ the blocking cluster calls in its thread pool, never on the event loop.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,7 +39,9 @@ from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
 from caldera.server.logstream import POLL_SECONDS, PodWatch, stream_file
+from caldera.server.watch import watch_router
 from caldera.system.api import JSON, ClusterAPI
+from caldera.utils.clock import Clock, SystemClock
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
@@ -58,12 +63,18 @@ class QueueStateBody(BaseModel):
     state: Literal["Open", "Closed"]
 
 
+class ScaleBody(BaseModel):
+    replicas: int
+    task: str | None = None
+
+
 def create_app(
     cluster: ClusterAPI,
     token: str,
     *,
     on_shutdown: Callable[[bool], None] | None = None,
     log_poll: float = POLL_SECONDS,
+    clock: Clock | None = None,
 ) -> FastAPI:
     """The API over `cluster`, for clients holding `token`.
 
@@ -80,9 +91,11 @@ def create_app(
         redoc_url=None,
     )
     install_error_handlers(app)
+    closing = threading.Event()  # set on POST /shutdown: watch streams end instead of holding the server up
     app.include_router(_volcano(cluster))
     app.include_router(_core(cluster, log_poll))
-    app.include_router(_system(cluster, on_shutdown))
+    app.include_router(watch_router(cluster, clock or SystemClock(), closing))
+    app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
     app.add_middleware(BearerAuth, token=token)  # added last, so it runs first
     return app
@@ -122,6 +135,10 @@ def _volcano(cluster: ClusterAPI) -> APIRouter:
     def command(namespace: str, name: str, body: CommandBody) -> JSON:
         cluster.command(namespace, name, body.action)
         return SUCCESS
+
+    @r.post(f"{JOB}/scale")
+    def scale(namespace: str, name: str, body: ScaleBody) -> JSON:
+        return cluster.scale_job(namespace, name, body.replicas, body.task)
 
     @r.post(QUEUES, status_code=201)
     def apply_queue(manifest: Manifest) -> JSON:
@@ -189,7 +206,7 @@ def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
     return r
 
 
-def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None) -> APIRouter:
+def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None, closing: threading.Event) -> APIRouter:
     r = APIRouter(tags=["daemon"])
 
     @r.get("/info")
@@ -201,6 +218,7 @@ def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None) -> 
 
     @r.post("/shutdown", status_code=202)
     def shutdown(stop_pods: Annotated[bool, Query(alias="stopPods")] = True) -> JSON:
+        closing.set()
         if on_shutdown is None:
             cluster.shutdown(stop_pods=stop_pods)
         else:

@@ -5,6 +5,7 @@ Every error body is {"error": one line, "reason": ...}; a ValidationError adds
   401 Unauthorized  no token or a wrong one (checked before anything else, in constant time)
   404 NotFound      no such job, queue, pod, or route
   409 Conflict      not allowed in the object's current state
+  410 Expired       a watch from a resourceVersion older than the change log keeps
   422 Invalid       a manifest or parameter that breaks a rule
   400 BadRequest    any other CalderaError
   500 InternalError anything else: logged with its traceback, one line to the client
@@ -29,7 +30,7 @@ from caldera.core.errors import CalderaError, ValidationError
 log = logging.getLogger("caldera.server")
 
 UNAUTHORISED = "not authorised: wrong or missing token"
-_BY_NAME = {"NotFound": (404, "NotFound"), "Conflict": (409, "Conflict")}
+_BY_NAME = {"NotFound": (404, "NotFound"), "Conflict": (409, "Conflict"), "Expired": (410, "Expired")}
 
 
 def error_response(status: int, reason: str, message: str, **extra: object) -> JSONResponse:

@@ -10,10 +10,15 @@ JSON-ready dicts in the Kubernetes shape, with these stable summaries:
 job summary (list/get `-o json`):
   {"name", "namespace", "queue", "phase", "retryCount", "minAvailable",
    "creationTimestamp", "startTime", "completionTime", "reason", "message",
-   "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address"}]}
+   "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address"}],
+   "tensorboard": "http://127.0.0.1:P" or null (the job's TensorBoard, `submit --tensorboard`)}
 node summary (top node):
   {"name", "allocatable": {res: qty}, "allocated": {res: qty}, "gpus": int, "gpusUsed": int,
    "virtualGpus": bool, "pods": int}
+watch batch (`changes`), Kubernetes' watch events:
+  {"resourceVersion": int, "events": [{"type": "ADDED" | "MODIFIED" | "DELETED", "object": {...}}]}
+  where an object is the stored one (Job, Pod, PodGroup, Queue, PriorityClass; a Node is its
+  summary with "kind" and "metadata"), a DELETED one its kind and metadata only.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ class NotFound(CalderaError):
 
 class Conflict(CalderaError):
     """The change is not allowed in the object's current state (e.g. deleting a queue with jobs)."""
+
+
+class Expired(CalderaError):
+    """A watch from a resourceVersion older than the change log keeps: list again, then watch (HTTP 410)."""
+
+
+WATCH_KINDS = ("Job", "Pod", "PodGroup", "Queue", "PriorityClass", "Node")
 
 
 class ClusterAPI(Protocol):
@@ -57,6 +69,14 @@ class ClusterAPI(Protocol):
 
     def delete_queue(self, name: str) -> None: ...
 
+    def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
+        """Set the replicas of one task of a job (`caldera scale`); returns the job summary.
+
+        `task` None means the job's elastic task (else its first). Raises NotFound for no
+        such job, ValidationError for a task that cannot be scaled or a replicas value out
+        of its range (an elastic task's [minAvailable, max])."""
+        ...
+
     def shutdown(self, stop_pods: bool = True) -> None:
         """Stop the daemon; with `stop_pods`, every pod first (`caldera down`)."""
         ...
@@ -80,6 +100,16 @@ class ClusterAPI(Protocol):
     def list_nodes(self) -> list[JSON]: ...
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]: ...
+
+    def changes(
+        self, kinds: tuple[str, ...], namespace: str | None = None, since: int | None = None, timeout: float = 0.0
+    ) -> JSON:
+        """A watch batch (see the module docstring) of objects of `kinds` (WATCH_KINDS; empty: all).
+
+        `since` None: every current object as ADDED, and the version they are at; else the
+        changes after version `since`, waiting up to `timeout` seconds for one. Continue
+        from the batch's "resourceVersion". Raises Expired if `since` is older than the log."""
+        ...
 
     def pod_log(self, namespace: str, pod: str) -> str:
         """Path of the pod's log file (the server streams it; `-f` follows it)."""

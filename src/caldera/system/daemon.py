@@ -30,6 +30,7 @@ from caldera.backends.sqlite_store import SqliteStore
 from caldera.controller.frameworks import PluginError, job_ports, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
+from caldera.core.elastic import check_scale, elastic_range
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
 from caldera.core.resources import GPU, format_resource_list
@@ -37,7 +38,11 @@ from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.control import ControlPlane
+from caldera.system.elastic import ElasticService
+from caldera.system.jobextras import JobExtras, StillDeleting
 from caldera.system.runtime import HOST, SUBMIT_DIR, GpuBook, LocalRuntime
+from caldera.system.tensorboard import TensorBoards
+from caldera.system.watch import ChangeFeed, node_object
 from caldera.utils.clock import Clock, SystemClock
 
 log = logging.getLogger("caldera.daemon")
@@ -47,6 +52,8 @@ EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an eve
 
 
 class EmbeddedCluster:
+    EVENTS_IN_MEMORY = 1000  # written events kept in memory too; the store has them all (describe reads it)
+
     def __init__(
         self,
         home: Path,
@@ -57,6 +64,7 @@ class EmbeddedCluster:
         gpus_per_node: int | None = None,
         clock: Clock | None = None,
         grace: float = 10.0,
+        elastic_server: str | None = None,
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
@@ -70,8 +78,12 @@ class EmbeddedCluster:
             {n.name: int(n.labels.get(machine.GPU_OFFSET_LABEL, "0")) for n in node_list},
         )
         self.runtime = LocalRuntime(home, self.executor, self._job_of, gpus, self._notify)
+        self.elastic = ElasticService(home, elastic_server)
         self.plane = ControlPlane(Scheduler(), self.runtime, self.clock)
         self.plane.add_nodes(node_list)
+        self.feed = ChangeFeed(self.store)
+        boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
+        self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
         self._saved: dict[tuple[str, str, str], str] = {}
         self._events_saved = 0
         self._stop = threading.Event()
@@ -81,8 +93,12 @@ class EmbeddedCluster:
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        self.elastic.start()
+        self.runtime.elastic_server = self.elastic.endpoint
         self._restore()
+        self.extras.forget_orphans(self.store)
         self._adopt()
+        self.extras.start()
         self.plane.settle()
         self._persist()
         self._thread = threading.Thread(target=self._loop, name="caldera-control", daemon=True)
@@ -99,6 +115,8 @@ class EmbeddedCluster:
             self._thread.join(timeout=30)
         if stop_pods:
             self.executor.stop_all(grace=10.0)
+        self.extras.shutdown(stop_pods)
+        self.elastic.stop(stop_server=stop_pods)
         self.executor.close()
         self.store.close()
 
@@ -128,6 +146,7 @@ class EmbeddedCluster:
                 before = len(self.plane.events)
                 self.plane.expire_ttls()
                 self.plane.settle()
+                self.extras.sweep()
                 if batch or len(self.plane.events) != before:  # an idle turn changes nothing worth writing
                     self._persist()
             except Exception:
@@ -150,6 +169,10 @@ class EmbeddedCluster:
         if ev.kind == "running":
             return
         self.runtime.released(ev.key)
+        pod = self.plane.pods.get(ev.key)
+        job = self._job_of(pod.job_key) if pod is not None else None
+        if pod is not None and job is not None and elastic_range(job, pod.task) is not None:
+            self.elastic.pod_ended(job, pod.name)  # its launcher's keys go now, not when its lease runs out
         if ev.kind == "stopped" or self.plane.is_stopping(ev.key):
             self.plane.pod_stopped(ev.key)
         elif ev.exit_code is not None:
@@ -171,7 +194,10 @@ class EmbeddedCluster:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
             _check_commands(obj, submit_dir)
             _check_plugins(obj)
-            return self._call(lambda: self._submit(obj))
+            if why := self.elastic.check(obj):
+                raise ValidationError([FieldError("spec.tasks", why)], f"job {obj.name}")
+            # A deleted job of the same name may still be stopping: its name is free once it is gone.
+            return self.extras.when_clean(lambda: self._call(lambda: self._submit(obj)), timeout=25.0)
         raise ValidationError([FieldError("kind", f"{obj.__class__.__name__} objects cannot be applied")], "request")
 
     def _apply_queue(self, queue_obj: o.Queue) -> JSON:
@@ -185,7 +211,11 @@ class EmbeddedCluster:
     def _submit(self, job: o.Job) -> JSON:
         if job.key in self.plane.jobs:
             raise Conflict(f"job {job.key} already exists (delete it first)")
+        if self.extras.busy(job.key):
+            raise StillDeleting(f"job {job.key} was deleted and its pods are still stopping: try again shortly")
         self.plane.submit(job)
+        self.extras.created(job)
+        self.elastic.job_created(job)
         return persist.job_record(job)
 
     def delete_job(self, namespace: str, name: str) -> None:
@@ -193,10 +223,26 @@ class EmbeddedCluster:
             key = f"{namespace}/{name}"
             if key not in self.plane.jobs:
                 raise NotFound(f"job {key} not found")
+            self.elastic.job_gone(self.plane.jobs[key])
             self.plane.delete_job(key)
             self.runtime.ports.release(key)
 
         self._call(run)
+
+    def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
+        """Resize an elastic task: the launchers learn the wanted size first, then pods come or go."""
+        job = self._call(lambda: self._job(namespace, name))
+        task = task or next((t.name for t in job.spec.tasks if elastic_range(job, t.name)), job.spec.tasks[0].name)
+        errors = check_scale(job, task, replicas)
+        if errors:
+            raise ValidationError(errors, f"scale {name}")
+        self.elastic.set_target(job, replicas)
+
+        def run() -> JSON:
+            self.plane.scale(job.key, task, replicas)
+            return self._summary(job)
+
+        return self._call(run)
 
     def command(self, namespace: str, name: str, action: str) -> None:
         if action not in USER_ACTIONS:
@@ -255,7 +301,7 @@ class EmbeddedCluster:
             job = self._job(namespace, name)
             pg = self.plane.podgroups.get(job.key)
             # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
-            pods = (controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(t.replicas))
+            pods = (controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(_most(job, t)))
             objects = {job.name, controller.podgroup_name(job), *pods}
             # The store's (those of earlier daemons too), then those this turn has not written yet.
             saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
@@ -287,6 +333,11 @@ class EmbeddedCluster:
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         return self.store.events(namespace, objects, since)
 
+    def changes(
+        self, kinds: tuple[str, ...], namespace: str | None = None, since: int | None = None, timeout: float = 0.0
+    ) -> JSON:
+        return self.feed.changes(kinds, namespace, since, timeout)
+
     def pod_log(self, namespace: str, pod: str) -> str:
         path = self.home / "pods" / namespace / pod / "log"
         if not path.exists():
@@ -294,7 +345,13 @@ class EmbeddedCluster:
         return str(path)
 
     def info(self) -> JSON:
-        return {"version": __version__, "home": str(self.home), "nodes": len(self.plane.nodes), "listening": self.url}
+        return {
+            "version": __version__,
+            "home": str(self.home),
+            "nodes": len(self.plane.nodes),
+            "listening": self.url,
+            "elasticServer": self.elastic.endpoint,
+        }
 
     # ------------------------------------------------------------ views
 
@@ -332,6 +389,7 @@ class EmbeddedCluster:
                 }
                 for p in pods
             ],
+            "tensorboard": self.extras.tensorboards.url(job.key),
         }
 
     def _node(self, node: o.Node) -> JSON:
@@ -381,6 +439,8 @@ class EmbeddedCluster:
             want[("PodGroup", pg.metadata.namespace, pg.metadata.name)] = json.dumps(
                 persist.podgroup_record(pg), sort_keys=True
             )
+        for node in self.plane.nodes.values():  # for watchers: what is allocated changes
+            want[("Node", "", node.name)] = json.dumps(node_object(self._node(node)), sort_keys=True)
         for pod in self.plane.pods.values():
             held = self.runtime.gpus.held(pod.key)
             body = persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), ports.get(pod.key, {}), held)
@@ -398,6 +458,10 @@ class EmbeddedCluster:
                 self.store.add_event(e.time, e.namespace, e.kind, e.object, e.node, e.reason, e.message)
         self._saved = want
         self._events_saved += len(events)
+        drop = max(0, self._events_saved - self.EVENTS_IN_MEMORY)  # only written ones, the oldest first
+        del self.plane.events[:drop]
+        self._events_saved -= drop
+        self.feed.published()
 
     def _restore(self) -> None:
         plane = self.plane
@@ -440,6 +504,12 @@ class EmbeddedCluster:
             if pod.node_name and not pod.finished and pod.key not in seen:
                 # The store says it runs but no process is left (its pod directory is gone): it was killed.
                 self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
+
+
+def _most(job: o.Job, task: o.TaskSpec) -> int:
+    """How many pods a task may have had: its replicas, or an elastic task's maximum."""
+    elastic = elastic_range(job, task.name)
+    return max(task.replicas, elastic[1] if elastic else 0)
 
 
 def _check_plugins(job: o.Job) -> None:

@@ -26,6 +26,7 @@ from caldera.backends.local import LocalExecutor, ProcessSpec
 from caldera.controller.frameworks import ports_of, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
+from caldera.core.elastic import elastic_range, launcher_env
 from caldera.core.resources import GPU
 
 HOST = "127.0.0.1"
@@ -45,7 +46,8 @@ class PortBook:
         """Every (pod, container port) of the job → its host port, allocating what is missing."""
         ports = self._jobs.setdefault(job.key, {})
         for task in job.spec.tasks:
-            for index in range(task.replicas):
+            elastic = elastic_range(job, task.name)  # an elastic task's pods may have any index below its max
+            for index in range(max(task.replicas, elastic[1] if elastic else 0)):
                 for port in ports_of(job, task):
                     slot = (f"{job.name}-{task.name}-{index}", port)
                     if slot not in ports:
@@ -60,6 +62,20 @@ class PortBook:
     def release(self, job_key: str) -> None:
         for port in self._jobs.pop(job_key, {}).values():
             self._used.discard(port)
+
+    def allocate(self) -> int:
+        """A free host port for something else than a pod (a job's TensorBoard), held until `free`."""
+        return self._free_port()
+
+    def claim(self, port: int) -> bool:
+        """Hold `port` (one a process was told before a restart); False if this book holds it already."""
+        if port in self._used:
+            return False
+        self._used.add(port)
+        return True
+
+    def free(self, port: int) -> None:
+        self._used.discard(port)
 
     def _free_port(self) -> int:
         while True:
@@ -120,6 +136,7 @@ class LocalRuntime:
         self.notify = notify  # (namespace, object, reason, message): an event for people
         self._images_reported: set[str] = set()
         self.attempts: dict[str, int] = {}
+        self.elastic_server = ""  # host:port of etcd for elastic pods' launchers ("" if none)
 
     def pod_dir(self, pod: o.Pod) -> Path:
         return self.home / "pods" / pod.namespace / pod.name
@@ -145,6 +162,9 @@ class LocalRuntime:
         env = self.base_env()
         env.update(_container_env(container, pod, node))
         env.update(patch.env)
+        if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):
+            env.update(elastic)
+            env["POD_IP"] = HOST
         env.update(
             {
                 "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from caldera import __version__
 from caldera.core import objects as o
+from caldera.core.elastic import check_scale, elastic_range
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
@@ -109,6 +110,7 @@ class FakeCluster:
         self.event_log: list[JSON] = []
         self.commands: list[tuple[str, str, str]] = []
         self.shutdowns: list[bool] = []
+        self.scales: list[tuple[str, str, int, str]] = []
         self.submit_dirs: dict[tuple[str, str], str | None] = {}
         self._changed = threading.Condition()
         self.apply({"apiVersion": o.SCHEDULING_API, "kind": "Queue", "metadata": {"name": "default"}, "spec": {}})
@@ -179,6 +181,35 @@ class FakeCluster:
             if users:
                 raise Conflict(f"queue {name} still has jobs: {', '.join(users)}")
             del self.queues[name]
+
+    def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
+        with self._changed:
+            fake = self._job(namespace, name)
+            job = parse_object(fake.manifest)
+            assert isinstance(job, o.Job)
+            task = task or next((t.name for t in job.spec.tasks if elastic_range(job, t.name)), job.spec.tasks[0].name)
+            errors = check_scale(job, task, replicas)
+            if errors:
+                raise ValidationError(errors, f"scale {name}")
+            self.scales.append((namespace, name, replicas, task))
+            for pod in [p for p in fake.pods.values() if p.task == task and p.index >= replicas]:
+                del fake.pods[pod.name]
+            for index in range(replicas):
+                pod_name = f"{name}-{task}-{index}"
+                fake.pods.setdefault(pod_name, FakePod(pod_name, task, index))
+            self._notify()
+            return fake.summary()
+
+    def changes(
+        self, kinds: tuple[str, ...], namespace: str | None = None, since: int | None = None, timeout: float = 0.0
+    ) -> JSON:
+        """Every job as ADDED; the fake keeps no change log, so a batch after a version is empty."""
+        with self._changed:
+            version = len(self.event_log)
+            if since is not None or (kinds and "Job" not in kinds):
+                return {"resourceVersion": max(version, since or 0), "events": []}
+            jobs = [j for (ns, _), j in sorted(self.jobs.items()) if namespace in (None, ns)]
+            return {"resourceVersion": version, "events": [{"type": "ADDED", "object": j.object()} for j in jobs]}
 
     def shutdown(self, stop_pods: bool = True) -> None:
         self.shutdowns.append(stop_pods)

@@ -1,0 +1,102 @@
+"""A deleted job leaves nothing behind: a new job of the same name starts with clean logs and attempt 0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from caldera.system.daemon import EmbeddedCluster
+from caldera.testing.waiting import wait_until
+
+from .kit import job, processes_under, sleeper, small_cluster, wait_phase
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "caldera"
+
+
+@pytest.fixture
+def cluster(home: Path) -> Iterator[EmbeddedCluster]:
+    c = small_cluster(home)
+    try:
+        yield c
+    finally:
+        c.shutdown(stop_pods=True)
+
+
+def log_of(home: Path, pod: str) -> str:
+    return (home / "pods" / "default" / pod / "log").read_text()
+
+
+def test_a_new_job_of_a_deleted_ones_name_starts_clean(cluster: EmbeddedCluster, home: Path) -> None:
+    cluster.apply(job("again", ["sh", "-c", "echo first run"]))
+    wait_phase(cluster, "again", "Completed")
+    pod_dir = home / "pods" / "default" / "again-worker-0"
+    assert "first run" in log_of(home, "again-worker-0")
+    scaled_in = home / "pods" / "default" / "again-worker-5"  # as a pod of an elastic task scaled in leaves it
+    scaled_in.mkdir()
+    cluster.delete_job("default", "again")
+    wait_until(lambda: not pod_dir.exists(), timeout=30, what="the deleted job's pod directory to go")
+    assert not scaled_in.exists()
+    cluster.apply(job("again", ["sh", "-c", "echo second run"]))
+    wait_phase(cluster, "again", "Completed")
+    log = log_of(home, "again-worker-0")
+    assert "first run" not in log and "second run" in log
+    assert log.startswith("=== attempt 0 started"), log
+    stored = cluster.store.get("Pod", "default", "again-worker-0")
+    assert stored is not None and stored.body["caldera"]["attempt"] == 0
+
+
+def test_submitting_while_the_old_pods_stop_waits_for_them(cluster: EmbeddedCluster, home: Path) -> None:
+    cluster.apply(job("slow", sleeper(linger=1.0), replicas=2))
+    wait_phase(cluster, "slow", "Running")
+    old = processes_under(home / "pods" / "default" / "slow-worker-0")
+    assert old, "the first job's pod should run"
+    cluster.delete_job("default", "slow")
+    # The old pods take a second to stop: the new job is created once they are gone, not beside them.
+    cluster.apply(job("slow", ["sh", "-c", "echo fresh"], replicas=2))
+    assert not any(pid in processes_under(home / "pods") for pid in old)
+    wait_phase(cluster, "slow", "Completed")
+    for pod in ("slow-worker-0", "slow-worker-1"):
+        log = log_of(home, pod)
+        assert log.startswith("=== attempt 0 started") and log.count("=== attempt") == 1, log
+
+
+def test_a_restarted_daemon_finishes_what_a_delete_started(home: Path) -> None:
+    first = small_cluster(home)
+    first.apply(job("gone", sleeper(linger=1.0)))
+    wait_phase(first, "gone", "Running")
+    pod_dir = home / "pods" / "default" / "gone-worker-0"
+    first.delete_job("default", "gone")
+    first.shutdown(stop_pods=False)  # the daemon goes before its pod has stopped
+    assert first.store.path.exists()
+    second = small_cluster(home)
+    try:
+        # The pod's record is dropped, its process stopped, its directory removed.
+        wait_until(lambda: not pod_dir.exists(), timeout=30, what="the deleted job's pod directory to go")
+        assert not processes_under(home / "pods"), "the deleted job's pod should be stopped"
+        assert second.store.get("Pod", "default", "gone-worker-0") is None
+        second.apply(job("gone", ["sh", "-c", "echo new"]))
+        wait_phase(second, "gone", "Completed")
+        assert log_of(home, "gone-worker-0").startswith("=== attempt 0 started")
+    finally:
+        second.shutdown(stop_pods=True)
+
+
+def test_restart_keeps_the_directories_of_the_jobs_that_remain(home: Path) -> None:
+    first = small_cluster(home)
+    first.apply(job("kept", ["sh", "-c", "echo kept"]))
+    wait_phase(first, "kept", "Completed")
+    stray = home / "pods" / "default" / "nobody-worker-0"  # no job owns it (left by a crash)
+    stray.mkdir(parents=True)
+    first.shutdown(stop_pods=False)
+    second = small_cluster(home)
+    try:
+        wait_until(lambda: not stray.exists(), timeout=30, what="the unowned directory to go")
+        assert "kept" in log_of(home, "kept-worker-0")
+        assert second.get_job("default", "kept")["phase"] == "Completed"
+    finally:
+        second.shutdown(stop_pods=True)
