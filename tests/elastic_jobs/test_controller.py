@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -217,3 +218,27 @@ def test_a_pod_placed_after_the_others_finished_completes_the_job_when_it_exits(
     plane.pod_exited("default/el-worker-2", 0)
     plane.settle()
     assert job.status.phase == o.COMPLETED
+
+
+def test_preemption_takes_an_elastic_job_s_pods_above_its_minimum_and_does_not_restart_it() -> None:
+    plane, executor, _ = plane_with(gpus=4)
+    plane.add_priority_class(o.PriorityClass("high", 1000))
+    plane.add_priority_class(o.PriorityClass("low", 10))
+    low = elastic("low", replicas=4, min_available=2)
+    low.spec = replace(low.spec, priority_class_name="low")
+    low = run(plane, low)
+    assert len(executor.started) == 4  # grown to its maximum on the idle node
+
+    high = elastic("high", replicas=2, min_available=2)
+    high.spec = replace(high.spec, priority_class_name="high")
+    plane.submit(high)
+    plane.settle()
+    victims = sorted(name for name in executor.stopping if name.startswith("low-"))
+    assert len(victims) == 2  # only the two pods above minAvailable 2
+    for name in victims:
+        plane.pod_stopped(f"default/{name}")
+    plane.settle()
+    assert sorted(n for n in executor.started if n.startswith("high-")) == ["high-worker-0", "high-worker-1"]
+    assert (low.status.phase, low.status.retry_count) == (o.RUNNING, 0)
+    waiting = [p.name for p in plane.job_pods[low.key].values() if p.status.phase == o.POD_PENDING]
+    assert sorted(waiting) == victims  # re-created, waiting for room to grow again

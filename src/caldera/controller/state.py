@@ -327,8 +327,9 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
 def _replaces_pod(job: Job, pods: Sequence[Pod], action: str, target: Target, phase: str) -> bool:
     if action != RESTART_POD or target.scope != POD_SCOPE or phase not in (PENDING, RUNNING):
         return False
-    pod = next((p for p in pods if p.name == target.pod), None)
-    return pod is not None and replaceable(job, pod.task, pod.name)
+    # An evicted pod is already gone from `pods`: its task comes with the request.
+    task = next((p.task for p in pods if p.name == target.pod), target.task)
+    return bool(task) and replaceable(job, task, target.pod)
 
 
 def _elastic_finished(job: Job, c: PodCounts) -> bool:
@@ -351,7 +352,9 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
     pod_retries: dict[str, int] | None = None
     if _replaces_pod(job, pods, action, target, phase):
         # caldera: an elastic pod is re-created in place while the others wait; the job is not restarted.
-        edge = Edge(KILL_TARGET, check=_pending_check if phase == PENDING else _running_check)
+        # A pod still there is deleted (the sync after its end re-creates it); one already gone is re-created now.
+        present = any(p.name == target.pod for p in pods)
+        edge = Edge(KILL_TARGET if present else SYNC, check=_pending_check if phase == PENDING else _running_check)
         pod_retries = {**old.pod_retries, target.pod: old.pod_retries.get(target.pod, 0) + 1}
     refused = edge.retry and old.retry_count >= job.spec.max_retry
     if refused:

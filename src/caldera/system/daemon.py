@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,21 +26,21 @@ from typing import Any, TypeVar
 from caldera import __version__, controller
 from caldera.backends.local import LocalExecutor, ProcessEvent
 from caldera.backends.sqlite_store import SqliteStore
-from caldera.controller.frameworks import PluginError, job_ports, render
 from caldera.core import objects as o
-from caldera.core.addresses import MappedAddresses
 from caldera.core.elastic import check_scale, elastic_range
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
-from caldera.core.resources import GPU, format_resource_list
+from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
+from caldera.system.admission import check_commands, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.control import ControlPlane
 from caldera.system.elastic import ElasticService
 from caldera.system.jobextras import JobExtras, StillDeleting
-from caldera.system.runtime import HOST, SUBMIT_DIR, GpuBook, LocalRuntime
+from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
 from caldera.system.tensorboard import TensorBoards
+from caldera.system.views import job_summary, node_summary
 from caldera.system.watch import ChangeFeed, node_object
 from caldera.utils.clock import Clock, SystemClock
 
@@ -192,8 +191,8 @@ class EmbeddedCluster:
         if isinstance(obj, o.Job):
             if submit_dir:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
-            _check_commands(obj, submit_dir)
-            _check_plugins(obj)
+            check_commands(obj, submit_dir)
+            check_plugins(obj)
             if why := self.elastic.check(obj):
                 raise ValidationError([FieldError("spec.tasks", why)], f"job {obj.name}")
             # A deleted job of the same name may still be stopping: its name is free once it is gone.
@@ -362,51 +361,10 @@ class EmbeddedCluster:
         return job
 
     def _summary(self, job: o.Job) -> JSON:
-        order = {t.name: i for i, t in enumerate(job.spec.tasks)}
-        pods = sorted(self.plane.job_pods.get(job.key, {}).values(), key=lambda p: (order.get(p.task, 99), p.index))
-        return {
-            "name": job.name,
-            "namespace": job.namespace,
-            "queue": job.spec.queue,
-            "phase": job.status.phase,
-            "retryCount": job.status.retry_count,
-            "minAvailable": job.spec.min_available,
-            "creationTimestamp": job.metadata.creation_timestamp,
-            "startTime": job.status.start_time,
-            "completionTime": job.status.completion_time,
-            "reason": job.status.reason,
-            "message": job.status.message,
-            "pods": [
-                {
-                    "name": p.name,
-                    "task": p.task,
-                    "index": p.index,
-                    "node": p.node_name,
-                    "phase": "Terminating" if p.deletion_timestamp is not None and not p.finished else p.status.phase,
-                    "exitCode": p.status.exit_code,
-                    "restarts": p.status.restart_count,
-                    "address": self.runtime.address(job, p.name),
-                }
-                for p in pods
-            ],
-            "tensorboard": self.extras.tensorboards.url(job.key),
-        }
+        return job_summary(self.plane, self.runtime, job, self.extras.tensorboards.url(job.key))
 
     def _node(self, node: o.Node) -> JSON:
-        pods = [p for p in self.plane.pods.values() if p.node_name == node.name and not p.finished]
-        allocated: dict[str, float] = {}
-        for p in pods:
-            for k, v in p.spec.requests().items():
-                allocated[k] = allocated.get(k, 0.0) + v
-        return {
-            "name": node.name,
-            "allocatable": format_resource_list(node.allocatable),
-            "allocated": format_resource_list({k: v for k, v in allocated.items() if k in node.allocatable}),
-            "gpus": int(node.allocatable.get(GPU, 0.0) / 1000),
-            "gpusUsed": int(allocated.get(GPU, 0.0) / 1000),
-            "virtualGpus": GPU in node.virtual_resources,
-            "pods": len(pods),
-        }
+        return node_summary(self.plane, node)
 
     def _job_of(self, key: str) -> o.Job | None:
         return self.plane.jobs.get(key)
@@ -510,43 +468,3 @@ def _most(job: o.Job, task: o.TaskSpec) -> int:
     """How many pods a task may have had: its replicas, or an elastic task's maximum."""
     elastic = elastic_range(job, task.name)
     return max(task.replicas, elastic[1] if elastic else 0)
-
-
-def _check_plugins(job: o.Job) -> None:
-    """Refuse a job its plugins cannot wire (a role flag naming no task, a bad port, ...): none of its pods could start."""
-    try:
-        addresses = MappedAddresses(HOST, {slot: slot[1] for slot in job_ports(job)})
-        for task in job.spec.tasks:
-            if task.replicas > 0:
-                render(job, task, 0, addresses)
-    except PluginError as e:
-        raise ValidationError([FieldError("spec.plugins", str(e))], f"job {job.name}") from None
-
-
-def _check_commands(job: o.Job, submit_dir: str | None) -> None:
-    """Refuse a job whose command does not exist here (the error names the task), before anything is stored."""
-    errors: list[FieldError] = []
-    for i, task in enumerate(job.spec.tasks):
-        for j, c in enumerate(task.template.spec.containers[:1]):
-            path = f"spec.tasks[{i}].template.spec.containers[{j}].command"
-            argv = (*c.command, *c.args)
-            if not argv:
-                errors.append(
-                    FieldError(path, "a command is required: the embedded cluster runs it as a local process")
-                )
-                continue
-            exe = argv[0]
-            if "/" in exe:
-                base = (
-                    Path(c.working_dir)
-                    if c.working_dir and Path(c.working_dir).is_absolute()
-                    else Path(submit_dir or ".")
-                )
-                if c.working_dir and not Path(c.working_dir).is_absolute():
-                    base = base / c.working_dir
-                if not (Path(exe) if Path(exe).is_absolute() else base / exe).exists():
-                    errors.append(FieldError(path, f"{exe!r} does not exist"))
-            elif shutil.which(exe, path=LocalRuntime.base_env()["PATH"]) is None:
-                errors.append(FieldError(path, f"command {exe!r} not found on PATH"))
-    if errors:
-        raise ValidationError(errors, f"job {job.name}")

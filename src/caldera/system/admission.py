@@ -1,0 +1,57 @@
+"""What the daemon checks before it stores a job, beyond the manifest's own rules: what this machine can run.
+
+`check_plugins` renders every task's first pod once, so a plugin flag that names no task or
+a bad port is refused at apply instead of failing every pod; `check_commands` refuses a
+command that does not exist here. Errors name the field path, as validation's do.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from caldera.controller.frameworks import PluginError, job_ports, render
+from caldera.core import objects as o
+from caldera.core.addresses import MappedAddresses
+from caldera.core.errors import FieldError, ValidationError
+from caldera.system.runtime import HOST, LocalRuntime
+
+
+def check_plugins(job: o.Job) -> None:
+    """Refuse a job its plugins cannot wire (a role flag naming no task, a bad port, ...): none of its pods could start."""
+    try:
+        addresses = MappedAddresses(HOST, {slot: slot[1] for slot in job_ports(job)})
+        for task in job.spec.tasks:
+            if task.replicas > 0:
+                render(job, task, 0, addresses)
+    except PluginError as e:
+        raise ValidationError([FieldError("spec.plugins", str(e))], f"job {job.name}") from None
+
+
+def check_commands(job: o.Job, submit_dir: str | None) -> None:
+    """Refuse a job whose command does not exist here (the error names the task), before anything is stored."""
+    errors: list[FieldError] = []
+    for i, task in enumerate(job.spec.tasks):
+        for j, c in enumerate(task.template.spec.containers[:1]):
+            path = f"spec.tasks[{i}].template.spec.containers[{j}].command"
+            argv = (*c.command, *c.args)
+            if not argv:
+                errors.append(
+                    FieldError(path, "a command is required: the embedded cluster runs it as a local process")
+                )
+                continue
+            exe = argv[0]
+            if "/" in exe:
+                base = (
+                    Path(c.working_dir)
+                    if c.working_dir and Path(c.working_dir).is_absolute()
+                    else Path(submit_dir or ".")
+                )
+                if c.working_dir and not Path(c.working_dir).is_absolute():
+                    base = base / c.working_dir
+                if not (Path(exe) if Path(exe).is_absolute() else base / exe).exists():
+                    errors.append(FieldError(path, f"{exe!r} does not exist"))
+            elif shutil.which(exe, path=LocalRuntime.base_env()["PATH"]) is None:
+                errors.append(FieldError(path, f"command {exe!r} not found on PATH"))
+    if errors:
+        raise ValidationError(errors, f"job {job.name}")

@@ -1,0 +1,63 @@
+"""What people and programs see of a job and a node: the stable JSON of `get`, `list`, `top` and `-o json`.
+
+A job's summary has at least {"name", "namespace", "queue", "phase", "retryCount",
+"minAvailable", "pods": [{"name", "task", "node", "phase", "exitCode", "restarts",
+"address"}]} (the contract of `system/api.py`); a pod being deleted shows as Terminating.
+"""
+
+from __future__ import annotations
+
+from caldera.core import objects as o
+from caldera.core.resources import GPU, format_resource_list
+from caldera.system.api import JSON
+from caldera.system.control import ControlPlane
+from caldera.system.runtime import LocalRuntime
+
+
+def job_summary(plane: ControlPlane, runtime: LocalRuntime, job: o.Job, tensorboard: str | None) -> JSON:
+    order = {t.name: i for i, t in enumerate(job.spec.tasks)}
+    pods = sorted(plane.job_pods.get(job.key, {}).values(), key=lambda p: (order.get(p.task, 99), p.index))
+    return {
+        "name": job.name,
+        "namespace": job.namespace,
+        "queue": job.spec.queue,
+        "phase": job.status.phase,
+        "retryCount": job.status.retry_count,
+        "minAvailable": job.spec.min_available,
+        "creationTimestamp": job.metadata.creation_timestamp,
+        "startTime": job.status.start_time,
+        "completionTime": job.status.completion_time,
+        "reason": job.status.reason,
+        "message": job.status.message,
+        "pods": [
+            {
+                "name": p.name,
+                "task": p.task,
+                "index": p.index,
+                "node": p.node_name,
+                "phase": "Terminating" if p.deletion_timestamp is not None and not p.finished else p.status.phase,
+                "exitCode": p.status.exit_code,
+                "restarts": p.status.restart_count,
+                "address": runtime.address(job, p.name),
+            }
+            for p in pods
+        ],
+        "tensorboard": tensorboard,
+    }
+
+
+def node_summary(plane: ControlPlane, node: o.Node) -> JSON:
+    pods = [p for p in plane.pods.values() if p.node_name == node.name and not p.finished]
+    allocated: dict[str, float] = {}
+    for p in pods:
+        for k, v in p.spec.requests().items():
+            allocated[k] = allocated.get(k, 0.0) + v
+    return {
+        "name": node.name,
+        "allocatable": format_resource_list(node.allocatable),
+        "allocated": format_resource_list({k: v for k, v in allocated.items() if k in node.allocatable}),
+        "gpus": int(node.allocatable.get(GPU, 0.0) / 1000),
+        "gpusUsed": int(allocated.get(GPU, 0.0) / 1000),
+        "virtualGpus": GPU in node.virtual_resources,
+        "pods": len(pods),
+    }
