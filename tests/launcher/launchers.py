@@ -77,6 +77,7 @@ class Launchers:
         max_restarts: int = 3,
         server: str | None = None,
         job: str | None = None,
+        preload: str = "json",
     ) -> Launcher:
         argv = [
             sys.executable, "-m", "caldera.launcher",
@@ -87,6 +88,7 @@ class Launchers:
             "--elastic-timeout", str(elastic_timeout),
             "--max-restarts", str(max_restarts),
             "--grace", "2",
+            "--preload", preload,  # warm spares on every test, with a module that imports in no time
             "--", sys.executable, str(WORKER), str(self.workdir),
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if k not in _SETTINGS_ENV}

@@ -106,6 +106,7 @@ class Agent:
 
     def close(self) -> None:
         self.workers.stop("the launcher is closing")
+        self.workers.spares.close()
         if self.keepalive is not None:
             self.keepalive.stop()
         if self._cancel_watch is not None:

@@ -14,6 +14,7 @@ from caldera.launcher.envs import IncompleteRound, render
 from caldera.launcher.eventlog import EventLog
 from caldera.launcher.records import Ack, Round
 from caldera.launcher.settings import Settings
+from caldera.launcher.spares import SparePool
 from caldera.launcher.workers import WorkerExit, WorkerGroup
 from caldera.utils.clock import Clock
 
@@ -37,6 +38,10 @@ class LocalWorkers:
         self.failed: int | None = None  # the last round this node's workers failed in
         self.completed: int | None = None  # the round this node's workers all exited 0 in
         self.unreported: tuple[int, list[int]] | None = None  # (round, exit codes) to write as failed
+        # Warm spares start importing now, while the rendezvous goes on (see spares.py).
+        spare_env = {"OMP_NUM_THREADS": "1", **self.base_env}
+        self.spares = SparePool(settings.command, spare_env, settings.preload, settings.nproc)
+        self.spares.fill()
 
     def running_in(self, n: int) -> bool:
         return self.group is not None and self.group.round == n and self.group.running()
@@ -57,13 +62,14 @@ class LocalWorkers:
             rank=envs[0]["GROUP_RANK"],
             master=f"{master.host}:{master.master_port}",
         )
-        group = WorkerGroup(self.s.command, envs, current.round, self._on_exit, self.base_env)
+        group = WorkerGroup(self.s.command, envs, current.round, self._on_exit, self.base_env, self.spares)
         try:
             group.start()
         except OSError as e:
             self._failed_to_start(current.round, f"cannot start {self.s.command[0]!r}: {e}")
             return
         self.group = group
+        self.spares.fill()  # warm again for the next round
 
     def _failed_to_start(self, n: int, why: str) -> None:
         self.log(f"workers failed ({why})", round=n)

@@ -49,6 +49,7 @@ class Settings:
     grace: float  # seconds between SIGTERM and SIGKILL when stopping workers
     pod: str  # the pod this launcher runs in (CALDERA_POD_NAME), "" outside a pod
     command: tuple[str, ...]
+    preload: tuple[str, ...] = ("torch",)  # modules warm spares import ahead of a round (spares.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,12 @@ TIMEOUT = _Option(
 )
 TTL = _Option("--ttl", ("CALDERA_ELASTIC_TTL", "PADDLE_ELASTIC_TTL"), "lease TTL in whole seconds (default 5)")
 GRACE = _Option("--grace", ("CALDERA_GRACE",), "seconds between SIGTERM and SIGKILL for workers (default 5)")
-OPTIONS = (SERVER, JOB_ID, NP, NPROC, HOST, MAX_RESTARTS, TIMEOUT, TTL, GRACE)
+PRELOAD = _Option(
+    "--preload",
+    ("CALDERA_PRELOAD",),
+    "modules warm spare workers import before a round, comma-separated, or none (default torch)",
+)
+OPTIONS = (SERVER, JOB_ID, NP, NPROC, HOST, MAX_RESTARTS, TIMEOUT, TTL, GRACE, PRELOAD)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -139,7 +145,20 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Sett
         grace=_float(GRACE, raw(GRACE), 5.0, minimum=0.0),
         pod=env.get("CALDERA_POD_NAME", "").strip(),
         command=tuple(command),
+        preload=_modules(PRELOAD, raw(PRELOAD)),
     )
+
+
+def _modules(option: _Option, value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ("torch",)
+    if value.lower() == "none":
+        return ()
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    bad = [n for n in names if not all(part.isidentifier() for part in n.split("."))]
+    if bad:
+        raise SettingsError(f"{option.name()}: {bad[0]!r} is not a module name (e.g. torch,numpy, or none)")
+    return names
 
 
 def _server(value: str) -> str:

@@ -25,8 +25,12 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from caldera.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from caldera.launcher.spares import SparePool
 
 _SHIM = """\
 import ctypes, os, signal, sys
@@ -49,7 +53,7 @@ class WorkerExit:
     code: int  # negative: killed by that signal
 
 
-def _shimmed(command: Sequence[str]) -> list[str]:
+def shimmed(command: Sequence[str]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return list(command)
     return [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *command]
@@ -70,8 +74,10 @@ class WorkerGroup:
         round_: int,
         on_exit: Callable[[WorkerExit], None],
         base_env: Mapping[str, str] | None = None,
+        spares: SparePool | None = None,
     ) -> None:
         self.command = tuple(command)
+        self._spares = spares
         self.round = round_
         self._envs = [dict(e) for e in envs]
         self._base = dict(os.environ if base_env is None else base_env)
@@ -86,12 +92,13 @@ class WorkerGroup:
 
     def start(self) -> None:
         """Start every process; if one cannot start, stop those started and raise OSError."""
-        argv = _shimmed(self.command)
+        argv = shimmed(self.command)
         for local_rank, env in enumerate(self._envs):
+            full = {**self._base, **env}
+            proc = self._spares.start(full) if self._spares is not None else None
             try:
-                proc = subprocess.Popen(
-                    argv, env={**self._base, **env}, stdin=subprocess.DEVNULL, start_new_session=True
-                )
+                if proc is None:
+                    proc = subprocess.Popen(argv, env=full, stdin=subprocess.DEVNULL, start_new_session=True)
             except OSError:
                 self.stop(0.0)
                 raise
