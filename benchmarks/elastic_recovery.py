@@ -34,6 +34,7 @@ from caldera.client import connect
 
 CALDERA = [sys.executable, "-m", "caldera.cli.main"]
 REPO = Path(__file__).resolve().parents[1]
+LAUNCH_START = re.compile(r"^caldera-launch .* pids=(\d+) start$", re.MULTILINE)
 STEP = re.compile(r"^step world=(\d+) rank=(\d+) restart=(\d+) .*time=([\d.]+)$", re.MULTILINE)
 
 
@@ -66,15 +67,12 @@ def resumed_after(home: Path, job: str, since: float, world: int, timeout: float
 
 
 def pids(home: Path, pod: str) -> tuple[int, int]:
-    """(launcher, trainer) of a pod: the shim's child and its child."""
-    shim = int(json.loads((home / "pods" / "default" / pod / "proc.json").read_text())["pid"])
-
-    def children(pid: int) -> list[int]:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-    (launcher,) = children(shim)
-    (trainer,) = children(launcher)
-    return launcher, trainer
+    """(launcher, trainer) of a pod: the shim's child, and the worker its last `start` line names."""
+    pod_dir = home / "pods" / "default" / pod
+    shim = int(json.loads((pod_dir / "proc.json").read_text())["pid"])
+    (launcher,) = [int(c) for c in Path(f"/proc/{shim}/task/{shim}/children").read_text().split()]
+    starts = LAUNCH_START.findall((pod_dir / "log").read_text(errors="replace"))
+    return launcher, int(starts[-1])
 
 
 def settle(home: Path, job: str, world: int) -> None:

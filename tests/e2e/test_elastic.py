@@ -37,6 +37,7 @@ EPOCHS = 8
 STEP_DELAY = "0.03"  # seconds per step: about 1.5 s per epoch, so a fault lands mid-training
 ACCURACY = re.compile(r"^test accuracy (\d\.\d+)$", re.MULTILINE)
 START = re.compile(r"^start world=(\d+) rank=(\d+) restart=(\d+) resume_epoch=(\d+)", re.MULTILINE)
+LAUNCH_START = re.compile(r"^caldera-launch .* pids=(\d+) start$", re.MULTILINE)
 EPOCH = re.compile(r"^epoch=(\d+) world=(\d+) rank=(\d+)", re.MULTILINE)
 
 
@@ -85,12 +86,14 @@ def children(pid: int) -> list[int]:
 
 
 def launcher_and_trainer(caldera: Caldera, pod: str) -> tuple[int, int]:
-    """(the launcher's pid: the shim's one child; the training process: the launcher's child)."""
+    """(the launcher's pid: the shim's one child; the training process its last `start` line names)."""
     shim = int(json.loads((caldera.pod_dir(pod) / "proc.json").read_text())["pid"])
     (launcher,) = children(shim)
-    trainers = children(launcher)
-    assert len(trainers) == 1, f"launcher {launcher} of {pod} has children {trainers}"
-    return launcher, trainers[0]
+    starts = LAUNCH_START.findall(caldera.pod_log(pod))
+    assert starts, f"{pod} has started no worker"
+    trainer = int(starts[-1])
+    assert trainer in children(launcher), f"worker {trainer} is no child of launcher {launcher}"
+    return launcher, trainer
 
 
 def completed(job: dict[str, Any]) -> bool:

@@ -55,21 +55,22 @@ class LocalWorkers:
             self._failed_to_start(current.round, str(e))
             return
         master = acks[current.members[0]]
-        self.log(
-            "start",
-            round=current.round,
-            world=envs[0]["WORLD_SIZE"],
-            rank=envs[0]["GROUP_RANK"],
-            master=f"{master.host}:{master.master_port}",
-        )
         group = WorkerGroup(self.s.command, envs, current.round, self._on_exit, self.base_env, self.spares)
         try:
             group.start()
         except OSError as e:
             self._failed_to_start(current.round, f"cannot start {self.s.command[0]!r}: {e}")
             return
+        self.log(
+            "start",
+            round=current.round,
+            world=envs[0]["WORLD_SIZE"],
+            rank=envs[0]["GROUP_RANK"],
+            master=f"{master.host}:{master.master_port}",
+            pids=",".join(str(p) for p in group.pids),
+        )
         self.group = group
-        self.spares.fill()  # warm again for the next round
+        self.spares.refill_later()  # warm again for the next round, once this one is under way
 
     def _failed_to_start(self, n: int, why: str) -> None:
         self.log(f"workers failed ({why})", round=n)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from caldera.core.errors import CalderaError
+from caldera.launcher.spares import DEFAULT_PRELOAD
 
 PROG = "caldera launch"
 _JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
@@ -49,7 +50,7 @@ class Settings:
     grace: float  # seconds between SIGTERM and SIGKILL when stopping workers
     pod: str  # the pod this launcher runs in (CALDERA_POD_NAME), "" outside a pod
     command: tuple[str, ...]
-    preload: tuple[str, ...] = ("torch",)  # modules warm spares import ahead of a round (spares.py)
+    preload: tuple[str, ...] = DEFAULT_PRELOAD  # modules warm spares import ahead of a round (spares.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ GRACE = _Option("--grace", ("CALDERA_GRACE",), "seconds between SIGTERM and SIGK
 PRELOAD = _Option(
     "--preload",
     ("CALDERA_PRELOAD",),
-    "modules warm spare workers import before a round, comma-separated, or none (default torch)",
+    "modules warm spare workers import before a round, comma-separated, or none (default: torch and what DDP imports)",
 )
 OPTIONS = (SERVER, JOB_ID, NP, NPROC, HOST, MAX_RESTARTS, TIMEOUT, TTL, GRACE, PRELOAD)
 
@@ -151,7 +152,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Sett
 
 def _modules(option: _Option, value: str | None) -> tuple[str, ...]:
     if value is None:
-        return ("torch",)
+        return DEFAULT_PRELOAD
     if value.lower() == "none":
         return ()
     names = tuple(n.strip() for n in value.split(",") if n.strip())

@@ -9,8 +9,9 @@ with the node's environment, that imports the `--preload` modules (default torch
 waits on its stdin. Starting a worker hands a spare the round's environment and argv; it
 replaces its environment, then runs the script as `python SCRIPT` would (`__main__`,
 `sys.argv`, `sys.path[0]` the script's directory; `-m`: the module, the working directory
-first on the path). A new spare is started behind every one taken, so the next restart is
-warm too. Any other command (a shell script, `mpirun`, a binary) starts cold, as before.
+first on the path). New spares are started behind those taken, so the next restart is warm
+too, but only `REFILL_DELAY` seconds into the round: on a small node, spares importing torch
+while the new round's workers start would slow the very restart they are meant to speed up. Any other command (a shell script, `mpirun`, a binary) starts cold, as before.
 
 What a user could notice: the preloaded modules were imported before the round's variables
 were set (torch reads MASTER_ADDR and the rank at `init_process_group`, not at import), and
@@ -25,11 +26,16 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
+REFILL_DELAY = 10.0  # seconds into a round before spares for the next one start importing
+# What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
+# mostly torch._dynamo, which DDP and torch.optim import on first use).
+DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "torch._dynamo")
 
 # Runs in the spare: import, wait for the round, become the worker. No caldera import: it must
 # work with any interpreter that can run the user's script.
@@ -81,28 +87,59 @@ class SparePool:
         self.env = dict(env)
         self.preload = list(preload)
         self.size = size
+        self._delay = REFILL_DELAY
         self._ready: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()  # a refill was asked for
+        self._closed = threading.Event()
+        self._spawner: threading.Thread | None = None
 
     def fill(self) -> None:
-        """Start spares until `size` are waiting (call from the launcher's main thread: PDEATHSIG)."""
+        """Start spares until `size` are waiting.
+
+        Called from a thread that lives as long as the launcher (its main thread, or the
+        spawner): PR_SET_PDEATHSIG fires when the thread that started the process ends."""
+        with self._lock:
+            if self.form is None or self._closed.is_set():
+                return
+            self._ready = [p for p in self._ready if p.poll() is None]
+            while len(self._ready) < self.size:
+                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload)])
+                try:
+                    proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
+                except OSError:
+                    self.form = None  # cannot start one: every worker starts cold
+                    return
+                self._ready.append(proc)
+
+    def refill_later(self, delay: float = REFILL_DELAY) -> None:
+        """Fill again `delay` seconds from now, on the spawner thread (asking again restarts the wait)."""
         if self.form is None:
             return
-        self._ready = [p for p in self._ready if p.poll() is None]
-        while len(self._ready) < self.size:
-            argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload)])
-            try:
-                proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
-            except OSError:
-                self.form = None  # cannot start one: every worker starts cold
-                return
-            self._ready.append(proc)
+        self._delay = delay
+        self._wanted.set()
+        if self._spawner is None:
+            self._spawner = threading.Thread(target=self._spawn, name="caldera-spares", daemon=True)
+            self._spawner.start()
+
+    def _spawn(self) -> None:
+        while not self._closed.is_set():
+            self._wanted.wait()
+            while self._wanted.is_set() and not self._closed.is_set():
+                self._wanted.clear()
+                if self._closed.wait(self._delay):
+                    return
+            self.fill()
 
     def start(self, env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
         """A waiting spare turned into the worker with `env`; None when none is ready (start it cold)."""
         if self.form is None:
             return None
-        while self._ready:
-            proc = self._ready.pop(0)
+        while True:
+            with self._lock:
+                if not self._ready:
+                    return None
+                proc = self._ready.pop(0)
             if proc.poll() is not None or proc.stdin is None:
                 continue
             _, module, argv = self.form
@@ -112,14 +149,21 @@ class SparePool:
             except OSError:  # it died meanwhile
                 continue
             return proc
-        return None
+
+    def waiting(self) -> int:
+        """How many spares are alive and not yet taken."""
+        with self._lock:
+            return sum(p.poll() is None for p in self._ready)
 
     def close(self) -> None:
-        for proc in self._ready:
+        self._closed.set()
+        self._wanted.set()
+        with self._lock:
+            ready, self._ready = self._ready, []
+        for proc in ready:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 if proc.stdin is not None:
                     proc.stdin.close()
             proc.wait()
-        self._ready = []
