@@ -6,7 +6,13 @@ daemon started by `caldera up` (which starts its own etcd). Then, one after anot
 
 - `kill -9` of a worker pod's training process (the pod's launcher lives and re-forms);
 - `kill -9` of a whole worker pod (its process group: the controller re-creates the pod);
-- `caldera scale` 3 → 2 and 2 → 3.
+- `caldera scale` 3 → 2 and 2 → 3;
+- `kill -9` of a training process again 1 s after a restart ("back to back").
+
+Each fault but the last comes `--steady` seconds (12) after training resumed, as faults
+do in a long run: by then the launchers' warm spares for the next round are ready
+(they start 5 s into a round). The back-to-back fault finds none and restarts cold:
+that is the number without spares.
 
 "Resumed" is the first training step of the new round, as the example logs it
 (`step world=N ... restart=R ... time=T`, T in Unix seconds); the fault's time is taken
@@ -84,8 +90,15 @@ def settle(home: Path, job: str, world: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--steady", type=float, default=12.0, help="seconds of training before each fault")
     args = parser.parse_args()
-    timings: dict[str, list[float]] = {"trainer killed": [], "pod killed": [], "scale 3 → 2": [], "scale 2 → 3": []}
+    timings: dict[str, list[float]] = {
+        "trainer killed": [],
+        "pod killed": [],
+        "scale 3 → 2": [],
+        "scale 2 → 3": [],
+        "trainer killed back to back (cold)": [],
+    }
     with tempfile.TemporaryDirectory(prefix="caldera-bench-elastic-") as tmp:
         home = Path(tmp) / "home"
         print(caldera(home, "up"), flush=True)
@@ -97,26 +110,32 @@ def main() -> None:
             )  # fmt: skip
             settle(home, "el", 3)
             for i in range(args.repeat):
+                time.sleep(args.steady)
                 _, trainer = pids(home, "el-worker-1")
                 t0 = time.time()
                 os.kill(trainer, signal.SIGKILL)
                 timings["trainer killed"].append(resumed_after(home, "el", t0, 3))
-                time.sleep(1.0)
 
+                time.sleep(args.steady)
                 launcher, _ = pids(home, "el-worker-2")
                 t0 = time.time()
                 os.killpg(os.getpgid(launcher), signal.SIGKILL)
                 timings["pod killed"].append(resumed_after(home, "el", t0, 3))
-                time.sleep(1.0)
 
+                time.sleep(args.steady)
                 t0 = time.time()
                 caldera(home, "scale", "el", "--replicas", "2")
                 timings["scale 3 → 2"].append(resumed_after(home, "el", t0, 2))
-                time.sleep(1.0)
+                time.sleep(args.steady)
                 t0 = time.time()
                 caldera(home, "scale", "el", "--replicas", "3")
                 timings["scale 2 → 3"].append(resumed_after(home, "el", t0, 3))
+
                 time.sleep(1.0)
+                _, trainer = pids(home, "el-worker-0")
+                t0 = time.time()
+                os.kill(trainer, signal.SIGKILL)
+                timings["trainer killed back to back (cold)"].append(resumed_after(home, "el", t0, 3))
                 print(f"  run {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in timings.items()), flush=True)
             with connect(home) as client:
                 retries = client.get_job("default", "el")["retryCount"]
@@ -125,7 +144,7 @@ def main() -> None:
     for what, values in timings.items():
         print(f"elastic {what} → training resumed: median {statistics.median(values):.2f} s "
               f"(min {min(values):.2f}, max {max(values):.2f}, {len(values)} runs)")  # fmt: skip
-    print(f"job retryCount after {args.repeat * 2} faults: {retries}")
+    print(f"job retryCount after {args.repeat * 3} faults: {retries}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
-REFILL_DELAY = 10.0  # seconds into a round before spares for the next one start importing
+REFILL_DELAY = 5.0  # seconds into a round before spares for the next one start importing
 # What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
 # mostly torch._dynamo, which DDP and torch.optim import on first use).
 DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "torch._dynamo")
