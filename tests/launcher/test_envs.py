@@ -40,6 +40,10 @@ def common(group_rank: int) -> dict[str, str]:
         "DISTRIBUTED_TRAINER_ENDPOINTS": ENDPOINTS,
         "PADDLE_TRAINERS_NUM": "4",
         "PADDLE_TRAINERS": "10.0.0.2,10.0.0.1",
+        "PADDLE_TRAINING_ROLE": "TRAINER",
+        "PADDLE_MASTER": "10.0.0.2:29400",
+        "PADDLE_GLOBAL_SIZE": "4",
+        "PADDLE_LOCAL_SIZE": "2",
         "CALDERA_ELASTIC_ROUND": "7",
         "OMP_NUM_THREADS": "1",
     }
@@ -53,6 +57,8 @@ def per_process(rank: int, local_rank: int, endpoint: str) -> dict[str, str]:
         "PADDLE_TRAINER_ID": str(rank),
         "PADDLE_RANK_IN_NODE": str(local_rank),
         "PADDLE_CURRENT_ENDPOINT": endpoint,
+        "PADDLE_GLOBAL_RANK": str(rank),
+        "PADDLE_LOCAL_RANK": str(local_rank),
     }
 
 
@@ -103,3 +109,24 @@ def test_nodes_with_different_process_counts():
 def test_incomplete_rounds_are_refused(acks, message):
     with pytest.raises(IncompleteRound, match=message):
         render("job-1", ROUND, acks, "node-a", 3, {})
+
+
+def test_with_gpus_each_process_gets_its_device_as_paddle_s_launcher_does():
+    envs = render("job-1", ROUND, ACKS, "node-a", 3, base={"CUDA_VISIBLE_DEVICES": "4,5"})
+    assert [e["FLAGS_selected_gpus"] for e in envs] == ["0", "1"]
+    assert {e["PADDLE_LOCAL_DEVICE_IDS"] for e in envs} == {"0,1"}
+    assert {e["PADDLE_WORLD_DEVICE_IDS"] for e in envs} == {"0,1:0,1"}
+
+
+def test_without_gpus_no_device_variables():
+    envs = render("job-1", ROUND, ACKS, "node-a", 3, base={"CUDA_VISIBLE_DEVICES": ""})
+    assert not any(k in e for e in envs for k in ("FLAGS_selected_gpus", "PADDLE_LOCAL_DEVICE_IDS"))
+
+
+def test_what_paddle_s_collective_role_maker_reads_is_there():
+    """reference/job-interfaces.md: collective mode reads these (device ids only with GPUs)."""
+    (env, _) = render("job-1", ROUND, ACKS, "node-b", 3, base={})
+    read = ["PADDLE_TRAINER_ID", "PADDLE_TRAINING_ROLE", "PADDLE_TRAINER_ENDPOINTS", "PADDLE_CURRENT_ENDPOINT"]
+    read += ["PADDLE_RANK_IN_NODE", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_RANK"]
+    assert all(env.get(k) for k in read)
+    assert env["PADDLE_CURRENT_ENDPOINT"] == env["PADDLE_TRAINER_ENDPOINTS"].split(",")[int(env["PADDLE_TRAINER_ID"])]

@@ -14,7 +14,13 @@ every process of the world sees the same world. Contracts (reference/job-interfa
 - Paddle collective: PADDLE_TRAINER_ENDPOINTS and DISTRIBUTED_TRAINER_ENDPOINTS (every
   process's host:port in global rank order), PADDLE_CURRENT_ENDPOINT, PADDLE_TRAINER_ID
   (global rank), PADDLE_TRAINERS_NUM (world size), PADDLE_RANK_IN_NODE (local rank),
-  PADDLE_TRAINERS (each node's host in node rank order, one entry per node).
+  PADDLE_TRAINERS (each node's host in node rank order, one entry per node),
+  PADDLE_TRAINING_ROLE=TRAINER (what fleet's collective role maker reads), and the new
+  launcher's names PADDLE_MASTER (rank 0's host:master port), PADDLE_GLOBAL_SIZE,
+  PADDLE_LOCAL_SIZE, PADDLE_GLOBAL_RANK, PADDLE_LOCAL_RANK. With GPUs (CUDA_VISIBLE_DEVICES
+  set), also FLAGS_selected_gpus (the process's index among the visible devices),
+  PADDLE_LOCAL_DEVICE_IDS (this node's indices) and PADDLE_WORLD_DEVICE_IDS (every node's,
+  ':'-separated), as Paddle's launcher gives one device per process.
 - CALDERA_ELASTIC_ROUND: the round number.
 
 Global rank = the processes of lower-ranked nodes + local rank.
@@ -71,8 +77,18 @@ def render(
         "DISTRIBUTED_TRAINER_ENDPOINTS": ",".join(endpoints),
         "PADDLE_TRAINERS_NUM": str(world),
         "PADDLE_TRAINERS": ",".join(acks[m].host for m in round_.members),
+        "PADDLE_TRAINING_ROLE": "TRAINER",
+        "PADDLE_MASTER": f"{master.host}:{master.master_port}",
+        "PADDLE_GLOBAL_SIZE": str(world),
+        "PADDLE_LOCAL_SIZE": str(local_world),
         "CALDERA_ELASTIC_ROUND": str(round_.round),
     }
+    gpus = base is not None and bool(base.get("CUDA_VISIBLE_DEVICES", "").strip())
+    if gpus:
+        shared["PADDLE_LOCAL_DEVICE_IDS"] = ",".join(str(i) for i in range(local_world))
+        shared["PADDLE_WORLD_DEVICE_IDS"] = ":".join(
+            ",".join(str(i) for i in range(len(acks[m].ports))) for m in round_.members
+        )
     if base is None or not base.get("OMP_NUM_THREADS"):
         shared["OMP_NUM_THREADS"] = "1"
     result = []
@@ -86,6 +102,10 @@ def render(
             PADDLE_TRAINER_ID=str(rank),
             PADDLE_RANK_IN_NODE=str(local_rank),
             PADDLE_CURRENT_ENDPOINT=endpoints[rank],
+            PADDLE_GLOBAL_RANK=str(rank),
+            PADDLE_LOCAL_RANK=str(local_rank),
         )
+        if gpus:
+            env["FLAGS_selected_gpus"] = str(local_rank)
         result.append(env)
     return result
