@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from caldera.core.errors import FieldError
+from caldera.core.errors import FieldError, ValidationError
 from caldera.core.objects import Job, JobSpec, LifecyclePolicy, TaskSpec
 
 MAX_REPLICAS_PREFIX = "caldera.dev/elastic-max-"
@@ -151,7 +151,10 @@ def check_scale(job: Job, task: str, replicas: int) -> list[FieldError]:
     return []
 
 
-def with_replicas(spec: JobSpec, task: str, replicas: int) -> JobSpec:
-    """`spec` with `task` at `replicas` (the job's minAvailable, the sum of minimums, is unchanged)."""
-    tasks = tuple(replace(t, replicas=replicas) if t.name == task else t for t in spec.tasks)
-    return replace(spec, tasks=tasks)
+def scaled(job: Job, task: str, replicas: int) -> JobSpec:
+    """`job`'s spec with `task` at `replicas` (minAvailable unchanged); ValidationError outside its range."""
+    errors = check_scale(job, task, replicas)
+    if errors:
+        raise ValidationError(errors, f"scale {job.name}")
+    tasks = tuple(replace(t, replicas=replicas) if t.name == task else t for t in job.spec.tasks)
+    return replace(job.spec, tasks=tasks)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 from caldera.controller import (
     DelayedActions,
@@ -36,27 +35,18 @@ from caldera.controller import (
 from caldera.controller.events import INTERNAL_ACTIONS, JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
-from caldera.core.elastic import check_scale, with_elastic_defaults, with_replicas
+from caldera.core.elastic import scaled, with_elastic_defaults
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.session import CycleResult
 from caldera.scheduler.state import OCCUPYING, ClusterState
+from caldera.system.executor import Executor
 from caldera.system.history import Attempts, PodAttempt
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
 EVICTION_KINDS = {"Preempt": "Preempt", "Reclaim": "Reclaim"}  # scheduler reasons with an event kind of their own
-
-
-class Executor(Protocol):
-    """Where pods run. It reports back through the control plane's `pod_*` methods."""
-
-    def start(self, pod: o.Pod, node: o.Node) -> None: ...
-
-    def stop(self, pod: o.Pod) -> None:
-        """Stop the pod's process (idempotent); call `pod_stopped` when it is gone."""
-        ...
 
 
 class ControlPlane:
@@ -136,12 +126,9 @@ class ControlPlane:
     def scale(self, job_key: str, task: str, replicas: int) -> None:
         """Change an elastic task's replicas (Volcano's JobUpdated); ValidationError outside its range."""
         job = self.jobs[job_key]
-        errors = check_scale(job, task, replicas)
-        if errors:
-            raise ValidationError(errors, f"scale {job.name}")
-        job.spec = with_replicas(job.spec, task, replicas)
+        job.spec = scaled(job, task, replicas)
         self.record(
-            "Scaled", job.name, reason="Scaled", message=f"task {task}: {replicas} replicas", namespace=job.namespace
+            "Scaled", job.name, reason="Scaled", message=f"{task}: {replicas} replicas", namespace=job.namespace
         )
         self._request(job_key, Request(event=OUT_OF_SYNC_EVENT))
 
