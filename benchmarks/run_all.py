@@ -8,6 +8,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-for script in ("allocate_throughput.py", "philly_replay.py", "embedded_latency.py"):
+for script in ("allocate_throughput.py", "philly_replay.py", "embedded_latency.py", "elastic_recovery.py"):
     print(f"\n== {script}", flush=True)
     subprocess.run([sys.executable, str(HERE / script)], check=True)
