@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -27,6 +28,11 @@ WRITE_RUN = (
     "    w.add_scalar('loss', 1.0 / (step + 1), step)\n"
     "w.close()\n"
     "print('wrote runs/exp')\n"
+)
+
+
+DEFAULT_SIGINT_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 )
 
 
@@ -77,9 +83,10 @@ def test_down_stops_the_tensorboards(caldera: Caldera, tmp_path: Path) -> None:
 def test_list_watch_shows_a_job_from_submit_to_completed(caldera: Caldera) -> None:
     caldera.up()
     env = {**os.environ, "CALDERA_HOME": str(caldera.home), "COLUMNS": "200"}
-    watcher = subprocess.Popen(
-        [*CALDERA, "list", "-w"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    # As a terminal starts it: SIGINT at its default (a shell running the tests in the background
+    # ignores SIGINT, and an ignored signal stays ignored across exec).
+    argv = [sys.executable, "-c", DEFAULT_SIGINT_EXEC, *CALDERA, "list", "-w"]
+    watcher = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[list[str]] = []
     seen = threading.Condition()
 
@@ -106,7 +113,12 @@ def test_list_watch_shows_a_job_from_submit_to_completed(caldera: Caldera) -> No
         wait_until(lambda: lines[-1][:3] == ["watched", "-", "Deleted"], timeout=30, what="the row", condition=seen)
     finally:
         watcher.send_signal(signal.SIGINT)
-        _, err = watcher.communicate(timeout=30)
+        try:
+            _, err = watcher.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()  # never leak it into the next test
+            watcher.communicate()
+            raise
         reader.join(timeout=10)
     phases = [row[2] for row in lines[1:] if row[0] == "watched"]
     assert phases[-2:] == ["Completed", "Deleted"] and "Running" in phases, lines
