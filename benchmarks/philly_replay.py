@@ -1,12 +1,14 @@
-"""Time to replay the whole Philly trace with the default scheduler configuration (issue 2's benchmark).
+"""Time to replay the whole Philly trace (issue 2's benchmark; issue 5's goal: ≤ 60 s with any policy).
 
 82,247 jobs from `../shared/traces/philly-derived/philly.csv` (CC BY 4.0,
 Jeon et al., ATC'19); each job is one gang of `num_gpus` one-GPU pods in the
 queue of its virtual cluster, on 2,000 nodes × 8 GPUs. The whole control plane
-runs: controller, scheduler (enqueue, allocate, preempt, reclaim, backfill) and
-the fake executor on the virtual clock.
+runs: controller, scheduler (the default configuration: enqueue, allocate,
+preempt, reclaim, backfill; or a shipped policy by name) and the fake executor
+on the virtual clock. "replay s" is the simulation alone (loading the trace and
+the report excluded).
 
-    python benchmarks/philly_replay.py [--trace PATH] [--jobs N] [--nodes 2000]
+    python benchmarks/philly_replay.py [--trace PATH] [--jobs N] [--nodes 2000] [--policy NAME]
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
+from caldera.scheduler.policies import load_policy
+from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.engine import Simulation
 from caldera.sim.inputs import Cluster, Workload
 from caldera.sim.report import build
@@ -24,7 +28,7 @@ from caldera.testing.builders import make_node
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly-derived" / "philly.csv"
 
 
-def replay(trace: Path, jobs: int | None, nodes: int) -> dict[str, float]:
+def replay(trace: Path, jobs: int | None, nodes: int, policy: str | None = None) -> dict[str, float]:
     t0 = time.perf_counter()
     rows, errors = read_philly(trace)
     rows = rows[:jobs] if jobs else rows
@@ -32,7 +36,8 @@ def replay(trace: Path, jobs: int | None, nodes: int) -> dict[str, float]:
         make_node(f"node-{i:05d}", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"})
         for i in range(nodes)
     )
-    sim = Simulation(Cluster(node_list, tuple(queues_of(rows)), ()), Workload(tuple(philly_arrivals(rows))))
+    scheduler = Scheduler(load_policy(policy)) if policy else Scheduler()
+    sim = Simulation(Cluster(node_list, tuple(queues_of(rows)), ()), Workload(tuple(philly_arrivals(rows))), scheduler)
     t1 = time.perf_counter()
     sim.run()
     t2 = time.perf_counter()
@@ -52,8 +57,9 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs")
     parser.add_argument("--nodes", type=int, default=2000)
+    parser.add_argument("--policy", help="a shipped policy (caldera.scheduler.policies) instead of the default config")
     args = parser.parse_args()
-    result = replay(args.trace, args.jobs, args.nodes)
+    result = replay(args.trace, args.jobs, args.nodes, args.policy)
     for key, value in result.items():
         print(f"{key:>18}: {value:,.2f}" if isinstance(value, float) else f"{key:>18}: {value:,}")
 

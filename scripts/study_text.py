@@ -6,6 +6,7 @@ so regenerating the study after a policy change cannot leave a stale claim.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,20 +90,41 @@ def _table(rows: dict[str, list[dict[str, Any]]], reference: str) -> str:
 
 def _per_seed(part: Part) -> str:
     names = [p["policy"] for p in part.runs[0][0]["policies"]]
-    head = ["seed", "8-hour window", *(f"{n} avg JCT (h)" for n in names), "fifo-nogang avg queue delay (h)"]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    head = ["seed", "work (GPU-h)", "load", *(f"{n} avg JCT (h)" for n in names), "fifo-nogang avg queue delay (h)"]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     for seed, (results, _, _) in zip(part.seeds, part.runs, strict=True):
         by = {p["policy"]: p for p in results["policies"]}
-        window = results["sample"].split("submitted in ")[-1].split(")")[0] + ")"
         fifo = by.get("fifo-nogang", {}).get("avgQueueDelay")
         cells = [
             f"[{seed}]({part.slug}-seed-{seed}/report.md)",
-            window,
+            _work(results),
+            _load(results),
             *(_h(by[n]["avgJCT"]) for n in names),
             _h(fifo),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _work(results: dict[str, Any]) -> str:
+    work = results.get("workGpuHours")
+    return "-" if work is None else f"{work:,.0f}"
+
+
+def _load(results: dict[str, Any]) -> str:
+    """The sample's work ÷ what the cluster does in the span of its arrivals (8 hours, less when compressed)."""
+    work, gpus, span = results.get("workGpuHours"), results.get("clusterGpus"), _arrival_hours(results)
+    return "-" if not (work and gpus and span) else f"{work / (gpus * span):.2f}"
+
+
+def _arrival_hours(results: dict[str, Any]) -> float | None:
+    sample = str(results.get("sample", ""))
+    if "between 02:00 and 10:00" not in sample:
+        return None
+    scale = 1.0
+    if "× as fast" in sample:
+        scale = float(sample.rsplit("arrivals ", maxsplit=1)[-1].split("×", maxsplit=1)[0])
+    return 8.0 / scale
 
 
 def _ratio(rows: dict[str, list[dict[str, Any]]], a: str, b: str) -> float | None:
@@ -116,36 +138,39 @@ def _best_caldera(rows: dict[str, list[dict[str, Any]]]) -> str | None:
     return min(ours, key=lambda n: _mean([p["avgJCT"] for p in rows[n]]) or float("inf"), default=None)
 
 
-def _fmt_ratio(r: float | None) -> str:
-    """A ratio of average JCTs (baseline ÷ policy) in words."""
+def _fmt_ratio(r: float | None, baseline: str) -> str:
+    """A ratio of average JCTs (baseline ÷ policy) in words: "1.20× lower than X (17 % less)"."""
     if r is None:
-        return "-"
+        return f"not comparable with {baseline}'s"
+    if abs(r - 1) < 0.005:
+        return f"the same as {baseline}'s (within 0.5 %)"
     if r >= 1:
-        return f"{r:.2f}× lower ({100 * (1 - 1 / r):.0f} % less)"
-    return f"{1 / r:.2f}× higher"
+        return f"{r:.2f}× lower than {baseline}'s ({100 * (1 - 1 / r):.0f} % less)"
+    return f"{1 / r:.2f}× higher than {baseline}'s"
 
 
 def _reading(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     out = []
     fifo = rows.get("fifo-nogang", [])
     idle = [seed for seed, p in zip(part.seeds, fifo, strict=False) if (p["avgQueueDelay"] or 0) < 60]
-    if fifo and len(part.seeds) > 1:
+    if fifo and len(part.seeds) > 1 and idle:
         out.append(
             f"- Load: in {len(idle)} of {len(part.seeds)} samples the average job under fifo-nogang waits less than "
-            "a minute to start; there the cluster is rarely full, JCT is the jobs' own run time, and no policy can "
-            "do much. The differences come from the samples whose window holds a burst."
+            "a minute to start: there JCT is the jobs' own run time and no policy can do much. The differences come "
+            "from the busier samples."
         )
     best = _best_caldera(rows)
     if best:
         r_fifo, r_volc = _ratio(rows, "fifo-nogang", best), _ratio(rows, "volcano-default", best)
         out.append(
-            f"- caldera's best non-oracle policy here is **{best}**: average JCT {_fmt_ratio(r_fifo)} than "
-            f"fifo-nogang and {_fmt_ratio(r_volc)} than volcano-default (ratios of the mean average JCT)."
+            f"- caldera's best non-oracle policy here is **{best}**: average JCT {_fmt_ratio(r_fifo, 'fifo-nogang')} "
+            f"and {_fmt_ratio(r_volc, 'volcano-default')} (ratios of the mean average JCT)."
         )
+    out += _goal(part, rows, best)
     if ORACLE in rows:
         out.append(
-            f"- The oracle srtf (knows every job's duration, a lower bound rather than a policy) has an average JCT "
-            f"{_fmt_ratio(_ratio(rows, 'fifo-nogang', ORACLE))} than fifo-nogang."
+            f"- The oracle srtf (knows every job's duration: a yardstick, not a policy) has an average JCT "
+            f"{_fmt_ratio(_ratio(rows, 'fifo-nogang', ORACLE), 'fifo-nogang')}."
         )
     jains = {n: _mean([p["jain"] for p in ps]) for n, ps in rows.items()}
     known = {n: j for n, j in jains.items() if j is not None}
@@ -158,17 +183,65 @@ def _reading(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     lost = {n: sum(p["lostGpuHours"] for p in ps) for n, ps in rows.items()}
     if any(lost.values()):
         worst = max(lost, key=lambda n: lost[n])
-        how = "back to their last checkpoint" if "ckpt" in part.slug else "jobs without checkpoints restart from zero"
         out.append(
-            f"- Preemption has a price: {worst} threw away {lost[worst]:,.1f} GPU-hours of progress in all ({how})."
+            f"- Preemption has a price here: {worst} threw away {lost[worst]:,.1f} GPU-hours of progress in all "
+            "(a preempted job without a checkpoint restarts from zero)."
         )
     idle_h = sum(p.get("idleGpuHours", 0.0) for p in fifo)
     if idle_h:
+        work = sum(r.get("workGpuHours") or 0.0 for r, _, _ in part.runs)
+        share = f" ({100 * idle_h / work:.0f} % of the samples' work)" if work else ""
+        waits = {n: _mean([p["avgQueueDelay"] for p in rows[n]]) for n in ("fifo-nogang", "volcano-default")}
+        behind = ""
+        if all(w is not None for w in waits.values()):
+            behind = (
+                f", and the jobs behind them waited: {_h(waits['fifo-nogang'])} h on average to start, "
+                f"against {_h(waits['volcano-default'])} h under volcano-default"
+            )
         out.append(
             f"- fifo-nogang binds pods one at a time: partly placed gangs held {idle_h:,.1f} GPU-hours doing nothing "
-            "while waiting for their missing pods; the gang policies hold none."
+            f"while waiting for their missing pods{share}{behind}; the gang policies hold none."
         )
     return out
+
+
+def _goal(part: Part, rows: dict[str, list[dict[str, Any]]], best: str | None) -> list[str]:
+    """Issue 5's goal on this part: best non-oracle ≥ 3× lower average JCT than fifo-nogang, and below volcano's."""
+    if not best or "fifo-nogang" not in rows:
+        return []
+    r_fifo, r_volc = _ratio(rows, "fifo-nogang", best), _ratio(rows, "volcano-default", best)
+    run = _mean([r.get("meanRunTime") for r, _, _ in part.runs])
+    fifo = _mean([p["avgJCT"] for p in rows["fifo-nogang"]])
+    met = r_fifo is not None and r_fifo >= 3 and r_volc is not None and r_volc > 1
+    out = [
+        f"- Goal (≥ 3× lower average JCT than fifo-nogang, and lower than volcano-default): "
+        f"**{'met' if met else 'not met'}** ({best}: {r_fifo or 0:.2f}× and {r_volc or 0:.2f}×, ratios of the "
+        f"average JCT over all {len(part.seeds)} samples' jobs){_spread(rows, best)}."
+    ]
+    if run and fifo:
+        out.append(
+            f"- The ceiling: a job cannot finish sooner than it runs, so no policy's average JCT is below the jobs' "
+            f"average run time ({run / 3600:.2f} h here); against fifo-nogang's {fifo / 3600:.2f} h the largest "
+            f"ratio any policy could reach is {fifo / run:.2f}×. What is left above it is queueing, and "
+            f"{best} removes {_share_removed(fifo, run, rows, best)} of fifo-nogang's."
+        )
+    return out
+
+
+def _spread(rows: dict[str, list[dict[str, Any]]], best: str) -> str:
+    """How the ratio to fifo-nogang varies from sample to sample."""
+    ratios = [f["avgJCT"] / b["avgJCT"] for f, b in zip(rows["fifo-nogang"], rows[best], strict=True) if b["avgJCT"]]
+    if len(ratios) < 2:
+        return ""
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return f"; sample by sample {min(ratios):.2f}× to {max(ratios):.2f}× (geometric mean {geo:.2f}×)"
+
+
+def _share_removed(fifo: float, run: float, rows: dict[str, list[dict[str, Any]]], best: str) -> str:
+    mine = _mean([p["avgJCT"] for p in rows[best]])
+    if mine is None or fifo <= run:
+        return "-"
+    return f"{100 * (fifo - mine) / (fifo - run):.0f} %"
 
 
 def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], demand: tuple[int, float]) -> None:
@@ -272,19 +345,29 @@ How the runs are set up:
 
 - Trace: the per-job Philly table (82,247 jobs, Microsoft, CC BY 4.0, Jeon et al. ATC'19), read
   from `../shared/traces`. Each job is one gang of `num_gpus` one-GPU pods (all must run
-  together), queue = its virtual cluster (weight 1), run time = its trace duration. Nothing is
-  checkpointed: a preempted job restarts from zero.
-- The Pollux/Sia sample (Sia's `generate_workload.py`, `-n 160 -d 8`): jobs that ran ≥ 1 minute and
-  used < 1,000 GPU-hours, an 8-hour window drawn by the seed among those holding ≥ 160 such jobs,
-  160 of them drawn uniformly; on `preset:philly-64` (8 nodes × 8 GPUs). Pollux and Sia replace
-  each sampled job with a training run of their own and let their scheduler resize it; here the
-  trace's own durations and GPU counts are kept, and no job changes size, so their headline
-  numbers (which measure adaptivity) are not directly comparable.
-- "Arrivals 4× as fast" replays the same samples with submissions compressed 4× (8 hours of
-  arrivals in 2): the same jobs under more contention.
-- "Checkpointed every 10 minutes" replays the same samples with every job annotated
-  `caldera.dev/checkpoint-interval: 600`: a preempted job resumes from its last checkpoint, as
-  Tiresias assumes, instead of starting over.
+  together), queue = its virtual cluster (weight 1), run time = its trace duration.
+- The Pollux/Sia sample (`--sample pollux`, `src/caldera/sim/pollux.py`), built as Pollux's
+  `simulator/workload.py` builds its evaluation workloads (OSDI'21 artifact; Sia's Philly
+  workloads have the same shape): jobs that ran ≥ 1 minute and used < 1,000 GPU-hours; every day
+  of the trace folded onto one (the pool is the jobs submitted between 02:00 and 10:00 of any
+  day, each arriving at its time of day minus 02:00, so arrivals follow the trace's daily rhythm
+  over its months); 160 of them drawn uniformly by the seed; on `preset:philly-64` (8 nodes × 8
+  GPUs). Pollux runs each drawn job as a model of its size class (Small < 1, Medium < 10, Large
+  < 100, XLarge < 1,000 GPU-hours) trained to completion, from throughput models this simulator
+  does not have; here Small and Medium jobs keep the trace's GPUs and duration, and each Large or
+  XLarge job runs as a job of its class that ran at most 24 hours (the subset workload.py draws
+  their GPU counts from), so the longest jobs are day-long training runs, as Pollux's are, not
+  the trace's month-long single-GPU jobs, whose run time no scheduler can shorten. Pollux and Sia
+  then resize jobs as they run; here no job changes size, so their headline numbers (which
+  measure adaptivity) are not directly comparable.
+- Checkpoints: Tiresias and Pollux preempt a job by checkpointing it and resuming it later, so
+  in the main sample every job is annotated `caldera.dev/checkpoint-interval: 0`: a preempted
+  job resumes where it stopped (the seconds a real restart takes are not modelled). "Jobs that
+  cannot checkpoint" replays the same samples without it: a preempted job starts over.
+- "2× the load" replays the same samples with their arrivals compressed into 4 hours (Pollux's
+  own load study, its Figure 8a, goes up to 2× its job load).
+- Seeds 1–8: Pollux's simulator study used 8 workloads. "work" is the sample's GPU-hours,
+  "load" that work ÷ what the 64 GPUs do while the jobs arrive.
 - The whole trace runs on `preset:philly-full`: 311 nodes × 8 GPUs = 2,488 GPUs, Philly's 2,490
   GPUs (552 servers) in the 8-GPU node shape of its multi-GPU jobs.
 - Metric definitions: `src/caldera/sim/metrics.py`. CPU ms/cycle and wall times vary between
@@ -303,7 +386,7 @@ FOOTER = """## Caveats
 - Only the derived Philly table's columns are used: no user ids, no job failures, no placement
   locality beyond gangs of one-GPU pods; durations are what the jobs took on Philly under its
   own scheduler.
-- With one seed per sample the per-seed numbers swing widely (a window with one burst dominates);
-  the means over seeds are the numbers to quote.
+- Per seed the numbers swing with the few Large and XLarge jobs a sample holds; the means over
+  the seeds are the numbers to quote.
 - Regenerate with `make study`; `python scripts/trace_study.py --help` lists the options (seeds,
   policies of the full replay, skipping it)."""

@@ -1,4 +1,7 @@
-"""A seeded Philly sample for policy tests: the Pollux/Sia recipe, shrunk to run in a second or two.
+"""A seeded, busy Philly sample for policy tests, small enough to run in a second or two.
+
+Not the Pollux/Sia sample of the study (`caldera.sim.pollux`), whose load varies from seed to
+seed: this one takes the trace's busiest stretch, so that the order of jobs always decides.
 
 The 8-hour window of the trace with the most GPU-hours submitted, its jobs of at most 16 GPUs,
 200 of them drawn with a fixed seed, replayed on 4 nodes × 8 GPUs: busy enough that the order

@@ -199,6 +199,8 @@ POINTS: tuple[Point[Any], ...] = (
 
 
 _IMPLEMENTS: dict[type[Plugin], frozenset[Point[Any]]] = {}
+# (plugin class, id of its arguments) → (the arguments, what the class made of them); see `Plugin.settings`.
+_SETTINGS: dict[tuple[type[Plugin], int], tuple[Mapping[str, object], object]] = {}
 
 
 class Plugin:
@@ -222,6 +224,17 @@ class Plugin:
         if found is None:
             found = _IMPLEMENTS[cls] = frozenset(p for p in POINTS if callable(getattr(cls, p.name, None)))
         return found
+
+    def settings(self, parse: Callable[[Plugin], R]) -> R:
+        """What `parse` makes of this plugin's arguments, worked out once per configuration: a plugin is
+        built every cycle, its arguments stay. Keeping the arguments object keeps its id from being reused."""
+        key = (type(self), id(self.args))
+        found = _SETTINGS.get(key)
+        if found is None or found[0] is not self.args:
+            if len(_SETTINGS) > 1024:
+                _SETTINGS.clear()
+            found = _SETTINGS[key] = (self.args, parse(self))
+        return cast(R, found[1])
 
     # Typed access to arguments, which come from YAML.
     def arg_float(self, key: str, default: float) -> float:

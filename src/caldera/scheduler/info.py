@@ -46,6 +46,7 @@ OCCUPYING = frozenset(
 ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 READY = ALLOCATED | {TaskStatus.SUCCEEDED}
 FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+PLACED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})  # on a node, for good
 
 
 @dataclass(eq=False, slots=True)
@@ -68,11 +69,16 @@ class TaskInfo:
     unknown_resource: str = ""  # a requested resource no node has
     run_since: float | None = None  # when its observed run started (None: not running); see service.py
     run_gpus: float = 0.0  # the GPUs that run counts in its job's attained service
+    # Fixed for the task's life, computed once (a dimension added later is 0 in `req`, changing none of them):
+    best_effort: bool = field(init=False)  # asks for nothing but a pod slot (Volcano's BestEffort)
+    dims: tuple[int, ...] = field(init=False)  # the dimensions it requests (nonzero in `req`)
+    signature: tuple[object, ...] = field(init=False)  # what the predicates look at (node selection, tolerations)
 
-    @property
-    def best_effort(self) -> bool:
-        """Asks for nothing but a pod slot (Volcano's BestEffort)."""
-        return not self.unknown_resource and bool(np.all(self.req[1:] == 0))
+    def __post_init__(self) -> None:
+        self.dims = tuple(np.flatnonzero(self.req).tolist())
+        self.best_effort = not self.unknown_resource and all(d == 0 for d in self.dims)  # dimension 0 is pods
+        spec = self.spec
+        self.signature = (tuple(sorted(spec.node_selector.items())), spec.node_affinity, spec.tolerations)
 
     @property
     def occupying(self) -> bool:
@@ -105,8 +111,11 @@ class JobInfo:
     service: Service = field(default_factory=Service)  # GPU-seconds run so far, across runs
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
-        c = self.counts
-        return sum(c.get(s, 0) for s in statuses)
+        n = 0
+        for s, k in self.counts.items():  # a handful of statuses at most
+            if s in statuses:
+                n += k
+        return n
 
     def ready_count(self) -> int:
         return self.count(READY)

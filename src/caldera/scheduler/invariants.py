@@ -34,3 +34,5 @@ def check_invariants(state: ClusterState) -> None:
         jobs = [j for j in state.jobs.values() if j.queue == q.name]
         alloc = sum((j.allocated for j in jobs), np.zeros(len(state.resources)))
         assert np.allclose(alloc, q.allocated), f"queue {q.name} allocated drifted"
+    request = sum((q.request for q in state.queues.values()), np.zeros(len(state.resources)))
+    assert np.allclose(request, state.request_total), "the queues' total request drifted"

@@ -36,4 +36,6 @@ class Scheduler:
         ssn = Session(state, self.config, now, self.plugins, self.layout)
         for name in self.config.actions:
             ACTIONS[name](ssn)
-        return ssn.close()
+        result = ssn.close()
+        ssn.release()
+        return result

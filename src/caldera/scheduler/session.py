@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from caldera.core import objects as o
-from caldera.scheduler.config import SchedulerConfig
+from caldera.scheduler.config import PluginOption, SchedulerConfig
 from caldera.scheduler.framework import (
     JOB_ORDER,
     JOB_READY,
@@ -32,7 +32,8 @@ from caldera.scheduler.framework import (
     Rejection,
     Tiers,
 )
-from caldera.scheduler.state import FINISHED, READY, ClusterState, JobInfo, QueueInfo, TaskInfo, TaskStatus, Vector
+from caldera.scheduler.info import PLACED
+from caldera.scheduler.state import FINISHED, READY, ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
 from caldera.scheduler.statement import Bind, Evict, Statement
 
 R = TypeVar("R")
@@ -66,7 +67,7 @@ class Session:
         config: SchedulerConfig,
         now: float,
         registry: Mapping[str, type[Plugin]],
-        layout: Mapping[str, list[list[str]]] | None = None,
+        layout: HookLayout | None = None,
     ) -> None:
         self.state = state
         self.config = config
@@ -81,7 +82,7 @@ class Session:
         self._layout = layout if layout is not None else hook_layout(config, registry)
         self._hooks: dict[str, Tiers] = {}
         self.plugins: dict[str, Plugin] = {}  # built on first use: most cycles consult few plugins
-        if any(self._layout.get(ON_SESSION_OPEN.name, ())):  # plugins with time-driven state catch up before any action
+        if self._layout.implemented[ON_SESSION_OPEN.name]:  # plugins with time-driven state catch up before any action
             self.call(ON_SESSION_OPEN)
 
     def call(self, point: Point[R], *args: object) -> R:
@@ -92,16 +93,16 @@ class Session:
 
     def implemented(self, point: Point[Any]) -> bool:
         """Whether any configured plugin answers at `point` (else its reducer's default applies)."""
-        return any(self._layout[point.name])
+        return self._layout.implemented[point.name]
 
     def _collect(self, point: Point[Any]) -> Tiers:
-        return [[getattr(self.plugin(name), point.name) for name in tier] for tier in self._layout[point.name]]
+        name = point.name
+        return [[getattr(self.plugin(p), name) for p in tier] for tier in self._layout.points[name]]
 
     def plugin(self, name: str) -> Plugin:
         found = self.plugins.get(name)
         if found is None:
-            option = next(o for tier in self.config.tiers for o in tier if o.name == name)
-            found = self.plugins[name] = self._registry[name](self, option.arguments)
+            found = self.plugins[name] = self._registry[name](self, self._layout.options[name].arguments)
         return found
 
     def set_phase(self, job: JobInfo, phase: str) -> None:
@@ -128,7 +129,7 @@ class Session:
 
     def static_rejections(self, task: TaskInfo) -> list[Rejection]:
         """Predicate rejections for `task` (depend only on its pod spec and the nodes' labels and taints)."""
-        sig = _signature(task)
+        sig = task.signature
         cache = self.state.predicate_cache
         if cache.get("__version__") != self.state.node_version:
             cache.clear()
@@ -153,9 +154,10 @@ class Session:
             return mask
         for r in self.static_rejections(task):
             mask &= r.mask
-        for d in np.flatnonzero(task.req):
+        req = task.req
+        for d in task.dims:
             have = free[d] if extra is None else free[d] + extra[d]
-            mask &= have >= task.req[d]
+            mask &= have >= req[d]
         return mask
 
     def best_node(self, task: TaskInfo, mask: BoolMask) -> int:
@@ -221,9 +223,17 @@ class Session:
         self.state.dirty_jobs.clear()
         return self.result
 
+    def release(self) -> None:
+        """Drop the plugins and hooks once the session is over. Plugins refer back to their session:
+        unlinked, a finished session is freed at once instead of waiting for the cycle collector,
+        which a replay creating hundreds of thousands of sessions would keep busy."""
+        self.plugins.clear()
+        self._hooks.clear()
+        self.held.clear()
+
     def _podgroup_phase(self, job: JobInfo) -> str:
         """Volcano's getPodGroupPhase."""
-        running = job.count(frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING}))
+        running = job.count(PLACED)
         if running and job.key in self.unschedulable:
             return o.PG_UNKNOWN
         ready = job.count(READY)
@@ -252,21 +262,26 @@ class Session:
         return [*others, o.PodGroupCondition(kind, status, reason, message, now)]
 
 
-def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -> dict[str, list[list[str]]]:
+@dataclass(frozen=True, slots=True)
+class HookLayout:
+    """What every session of one configuration shares: who implements each point, and each plugin's options."""
+
+    points: Mapping[str, list[list[str]]]  # point name → the implementing plugins' names, tier by tier
+    implemented: Mapping[str, bool]  # point name → whether any plugin implements it
+    options: Mapping[str, PluginOption]  # plugin name → its first entry in the tiers
+
+
+def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -> HookLayout:
     """For every point, the plugin names implementing it, tier by tier (the same for every session)."""
-    return {
+    points = {
         point.name: [
             [o.name for o in tier if point in registry[o.name].implements() and o.enabled(point.flag)]
             for tier in config.tiers
         ]
         for point in POINTS
     }
-
-
-def _signature(task: TaskInfo) -> tuple[object, ...]:
-    spec = task.spec
-    return (
-        tuple(sorted(spec.node_selector.items())),
-        spec.node_affinity,
-        spec.tolerations,
-    )
+    options: dict[str, PluginOption] = {}
+    for tier in config.tiers:
+        for opt in tier:
+            options.setdefault(opt.name, opt)
+    return HookLayout(points, {name: any(tiers) for name, tiers in points.items()}, options)

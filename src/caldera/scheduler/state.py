@@ -1,8 +1,7 @@
 """The scheduler's view of the cluster, kept up to date incrementally (Volcano's cache).
 
-Nodes are a structure of arrays: one row per resource, one column per node, so
-that fitting and scoring a task against every node is a few vector operations.
-Jobs, tasks and queues are small Python objects carrying running totals.
+Nodes are a structure of arrays (`nodes.py`); jobs, tasks and queues are small
+Python objects carrying running totals.
 
 Invariant: for every node, `used[:, n]` is the sum of the requests of the tasks
 that occupy it (statuses in OCCUPYING), `releasing[:, n]` the part of that held
@@ -18,10 +17,9 @@ changed since a time-driven plugin (las) last looked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 import numpy as np
-import numpy.typing as npt
 
 from caldera.core import objects as o
 from caldera.core.resources import GPU, PODS
@@ -36,163 +34,48 @@ from caldera.scheduler.info import TaskInfo as TaskInfo
 from caldera.scheduler.info import TaskStatus as TaskStatus
 from caldera.scheduler.info import Vector as Vector
 from caldera.scheduler.invariants import check_invariants
+from caldera.scheduler.nodes import NodeArrays
+
+# What a task in each status counts towards (see `_contribute`): node used, releasing, nominated, allocated,
+# request. Between statuses that count the same, a move changes no total.
+_COUNTS_AS = {
+    s: (s in OCCUPYING, s is TaskStatus.RELEASING, s is TaskStatus.PIPELINED, s in ALLOCATED, s in FINISHED)
+    for s in TaskStatus
+}
 
 
-class ClusterState:
-    """Nodes, jobs and queues, updated one object change at a time."""
+class ClusterState(NodeArrays):
+    """Nodes (`nodes.py`), jobs and queues, updated one object change at a time."""
 
     def __init__(self, resources: Iterable[str] = ()) -> None:
-        names = [PODS, *sorted({r for r in resources if r != PODS})]
-        self.resources: list[str] = names
-        self.dim: dict[str, int] = {r: i for i, r in enumerate(names)}
-        r = len(names)
-        self.node_names: list[str] = []
-        self.node_index: dict[str, int] = {}
-        self.node_labels: list[Mapping[str, str]] = []
-        self.node_taints: list[tuple[o.Taint, ...]] = []
-        self.alloc: Vector = np.zeros((r, 0))
-        self.used: Vector = np.zeros((r, 0))
-        self.releasing: Vector = np.zeros((r, 0))
-        self.nominated: Vector = np.zeros((r, 0))
-        self.schedulable: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        super().__init__(resources)
         self.jobs: dict[str, JobInfo] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self._inqueue_held: dict[str, Vector] = {}
         self.priority_classes: dict[str, int] = {}
         self.default_priority = 0
-        # Bumped when capacity may have grown (a task left a node, a node or queue
-        # changed) or a time-driven order changed (las): a job that failed at the
-        # current version is not retried.
-        self.version = 0
         self.dirty_jobs: set[str] = set()  # jobs whose podgroup status may need writing
         self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
+        self.fit_cache: dict[object, object] = {}  # enqueue: whether a request fits some empty node, the same
+        # Bumped when a queue is added, changed or removed. What plugins derive from the queues' specs and
+        # the nodes alone (queue capabilities, ...) is kept in `derived` under the versions it was computed at.
+        self.queue_version = 0
+        self.derived: dict[str, tuple[tuple[int, ...], object]] = {}
         self.waiting: set[str] = set()  # jobs with tasks Pending or Pipelined: what allocate and preempt look at
         self.pending_groups: set[str] = set()  # jobs whose podgroup is Pending: what enqueue looks at
-        self._total: Vector | None = None
-        self._total_version = -1
-        # Bumped when nodes' labels, taints or schedulability change: predicate masks cache on it.
-        self.node_version = 0
         self.run_changed: set[str] = set()  # jobs whose running tasks changed since las last looked
         # (time, job key): when a time-driven order (las levels) next changes for a job; a heap, las keeps it.
         self.order_changes: list[tuple[float, str]] = []
         # The job's remaining run time in seconds, known only to a simulator (the srtf oracle); None elsewhere.
         self.remaining: Callable[[JobInfo], float | None] | None = None
+        # Σ of the queues' `request` (what every unfinished task asks for), for the queue plugins' shares.
+        self.request_total: Vector = np.zeros(len(self.resources))
         self.set_queue(o.Queue(o.ObjectMeta(name="default", namespace="")))  # always exists, as in Volcano
 
-    # ------------------------------------------------------------ vectors
-
-    def vector(self, res: Mapping[str, float]) -> tuple[Vector, str]:
-        """`res` as a vector over this state's dimensions, and the first resource it has no dimension for.
-
-        Like Volcano, local storage is only accounted when some node declares it."""
-        v = np.zeros(len(self.resources))
-        unknown = ""
-        for name, amount in res.items():
-            if amount <= 0:
-                continue
-            d = self.dim.get(name)
-            if d is None and name in UNTRACKED_UNLESS_DECLARED:
-                continue
-            if d is None:
-                unknown = unknown or name
-            else:
-                v[d] = amount
-        return v, unknown
-
-    def as_dict(self, v: Vector) -> dict[str, float]:
-        return {r: float(v[i]) for i, r in enumerate(self.resources) if v[i]}
-
-    @property
-    def total(self) -> Vector:
-        """Allocatable resources of the schedulable nodes (cached until a node changes)."""
-        if self._total is None or self._total_version != self.node_version or len(self._total) != len(self.resources):
-            self._total = (
-                self.alloc[:, self.schedulable].sum(axis=1) if self.alloc.shape[1] else np.zeros(len(self.resources))
-            )
-            self._total_version = self.node_version
-        return self._total
-
-    # ------------------------------------------------------------ nodes
-
-    def set_node(self, node: o.Node) -> None:
-        vec = np.zeros(len(self.resources))
-        for name, amount in node.allocatable.items():
-            if name not in self.dim:
-                self._add_dimension(name)
-                vec = np.append(vec, 0.0)
-            vec[self.dim[name]] = amount
-        if PODS not in node.allocatable:
-            vec[self.dim[PODS]] = 110.0  # the kubelet's default
-        n = self.node_index.get(node.name)
-        if n is None:
-            n = len(self.node_names)
-            self.node_names.append(node.name)
-            self.node_index[node.name] = n
-            self.node_labels.append(dict(node.labels))
-            self.node_taints.append(tuple(node.taints))
-            zeros = np.zeros((len(self.resources), 1))
-            self.alloc = np.hstack([self.alloc, vec[:, None]])
-            self.used = np.hstack([self.used, zeros])
-            self.releasing = np.hstack([self.releasing, zeros])
-            self.nominated = np.hstack([self.nominated, zeros])
-            self.schedulable = np.append(self.schedulable, True)
-        else:
-            self.node_labels[n] = dict(node.labels)
-            self.node_taints[n] = tuple(node.taints)
-            self.alloc[:, n] = vec
-        self.schedulable[n] = node.ready and not node.unschedulable
-        self.version += 1
-        self.node_version += 1
-
-    def set_nodes(self, nodes: Iterable[o.Node]) -> None:
-        """Add many nodes at once (building column by column is quadratic)."""
-        nodes = list(nodes)
-        for node in nodes:
-            for name in node.allocatable:
-                if name not in self.dim:
-                    self._add_dimension(name)
-        fresh = [nd for nd in nodes if nd.name not in self.node_index]
-        for nd in nodes:
-            if nd.name in self.node_index:
-                self.set_node(nd)
-        if not fresh:
-            return
-        r, start = len(self.resources), len(self.node_names)
-        block = np.zeros((r, len(fresh)))
-        block[self.dim[PODS], :] = 110.0
-        for j, nd in enumerate(fresh):
-            for name, amount in nd.allocatable.items():
-                block[self.dim[name], j] = amount
-            self.node_names.append(nd.name)
-            self.node_index[nd.name] = start + j
-            self.node_labels.append(dict(nd.labels))
-            self.node_taints.append(tuple(nd.taints))
-        zeros = np.zeros((r, len(fresh)))
-        self.alloc = np.hstack([self.alloc, block])
-        self.used = np.hstack([self.used, zeros])
-        self.releasing = np.hstack([self.releasing, zeros])
-        self.nominated = np.hstack([self.nominated, zeros.copy()])
-        self.schedulable = np.append(self.schedulable, [nd.ready and not nd.unschedulable for nd in fresh])
-        self.version += 1
-        self.node_version += 1
-
-    def remove_node(self, name: str) -> None:
-        """The node is gone: it stays as an unschedulable column (tasks on it are removed by the caller)."""
-        n = self.node_index.get(name)
-        if n is None:
-            return
-        self.schedulable[n] = False
-        self.alloc[:, n] = 0.0
-        self.node_version += 1
-        self.version += 1
-
     def _add_dimension(self, name: str) -> None:
-        self.dim[name] = len(self.resources)
-        self.resources.append(name)
-        n = len(self.node_names)
-        for attr in ("alloc", "used", "releasing", "nominated"):
-            setattr(self, attr, np.vstack([getattr(self, attr), np.zeros((1, n))]))
+        super()._add_dimension(name)
+        self.request_total = np.append(self.request_total, 0.0)
         for t in self.tasks.values():
             t.req = np.append(t.req, 0.0)
         for j in self.jobs.values():
@@ -234,10 +117,14 @@ class ClusterState:
             inqueue=old.inqueue if old else np.zeros(r),
         )
         self.version += 1
+        self.queue_version += 1
 
     def remove_queue(self, name: str) -> None:
-        self.queues.pop(name, None)
+        q = self.queues.pop(name, None)
+        if q is not None:
+            self.request_total -= q.request
         self.version += 1
+        self.queue_version += 1
 
     def set_priority_classes(self, classes: Iterable[o.PriorityClass]) -> None:
         self.priority_classes = {pc.name: pc.value for pc in classes}
@@ -436,9 +323,16 @@ class ClusterState:
         old_status, old_node = task.status, task.node
         if old_status is status and old_node == node:
             return
-        self._contribute(task, -1.0)
-        task.status, task.node = status, node
-        self._contribute(task, +1.0)
+        if old_node == node and _COUNTS_AS[old_status] == _COUNTS_AS[status]:
+            # Allocated → Binding → Running, Succeeded ↔ Failed: every total stays; only the tallies move.
+            counts = task.job.counts
+            counts[old_status] -= 1
+            counts[status] = counts.get(status, 0) + 1
+            task.status = status
+        else:
+            self._contribute(task, -1.0)
+            task.status, task.node = status, node
+            self._contribute(task, +1.0)
         self.dirty_jobs.add(task.job.key)
         # Capacity grew (a node freed or will free resources): failed jobs may fit now.
         freed = (old_status in OCCUPYING and status not in OCCUPYING) or old_status is TaskStatus.PIPELINED
@@ -447,25 +341,33 @@ class ClusterState:
 
     def _contribute(self, task: TaskInfo, sign: float) -> None:
         """Add (sign +1) or remove (-1) what `task` in its current status counts towards every total."""
-        s, n, req = task.status, task.node, task.req
+        s, n = task.status, task.node
         job = task.job
-        job.counts[s] = job.counts.get(s, 0) + int(sign)
+        counts = job.counts
+        counts[s] = counts.get(s, 0) + int(sign)
         if s is TaskStatus.PENDING or s is TaskStatus.PIPELINED:
-            if job.counts.get(TaskStatus.PENDING, 0) + job.counts.get(TaskStatus.PIPELINED, 0) > 0:
+            if counts.get(TaskStatus.PENDING, 0) + counts.get(TaskStatus.PIPELINED, 0) > 0:
                 self.waiting.add(job.key)
             else:
                 self.waiting.discard(job.key)
+        if s in FINISHED:
+            return
+        delta = task.req if sign > 0 else -task.req  # x + (−r) is x − r exactly: the same totals as sign × r
         if s in OCCUPYING:
-            self.used[:, n] += sign * req
+            self.used[:, n] += delta
+            versions = self.used_version
+            for d in task.dims:
+                versions[d] += 1
         if s is TaskStatus.RELEASING:
-            self.releasing[:, n] += sign * req
+            self.releasing[:, n] += delta
         elif s is TaskStatus.PIPELINED:
-            self.nominated[:, n] += sign * req
+            self.nominated[:, n] += delta
+        q = self.queues.get(job.queue) or self.queue(job.queue)
         if s in ALLOCATED:
-            task.job.allocated += sign * req
-            self.queue(task.job.queue).allocated += sign * req
-        if s not in FINISHED:
-            self.queue(task.job.queue).request += sign * req
+            job.allocated += delta
+            q.allocated += delta
+        q.request += delta
+        self.request_total += delta
 
     # ------------------------------------------------------------ used by statements
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caldera import __version__
+from caldera.core.resources import GPU
 from caldera.sim.compare import PolicyRun
 from caldera.sim.metrics import SIZE_CLASSES
 from caldera.sim.plots import FILES
@@ -163,9 +164,35 @@ def results_json(runs: Sequence[PolicyRun], info: RunInfo) -> str:
         "sample": info.inputs.sample_words,
         "seed": info.seed,
         "cluster": info.inputs.cluster_words,
+        "clusterGpus": info.inputs.total_gpus,
+        "workGpuHours": round(work_gpu_hours(info.inputs), 6),
+        "meanRunTime": mean_run_time(info.inputs),
         "policies": [r.numbers() for r in runs],
     }
     return json.dumps(doc, indent=1)
+
+
+def mean_run_time(inputs: Inputs) -> float | None:
+    """The jobs' average run time in seconds (each job's longest task; jobs with an end): what no policy beats.
+
+    A job cannot complete sooner than it runs, so no policy's average JCT is below this."""
+    times = []
+    for a in inputs.workload.jobs:
+        durations = [a.run_of(t.name)[0] for t in a.job.spec.tasks]
+        if durations and all(d is not None for d in durations):
+            times.append(max(d for d in durations if d is not None))
+    return round(sum(times) / len(times), 6) if times else None
+
+
+def work_gpu_hours(inputs: Inputs) -> float:
+    """The GPU-hours the workload's jobs run for if nothing is lost: Σ GPUs × run time (jobs with an end)."""
+    total = 0.0
+    for a in inputs.workload.jobs:
+        for t in a.job.spec.tasks:
+            duration, _ = a.run_of(t.name)
+            if duration is not None:
+                total += t.replicas * t.template.spec.requests().get(GPU, 0.0) / 1000.0 * duration
+    return total / 3600.0
 
 
 def write_report(runs: Sequence[PolicyRun], info: RunInfo, directory: Path) -> list[Path]:

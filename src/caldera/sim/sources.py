@@ -22,8 +22,9 @@ from caldera.core.errors import FieldError, ValidationError
 from caldera.core.resources import GPU
 from caldera.sim.inputs import Cluster, Workload, check_references, load, parse_cluster, parse_workload, read_yaml
 from caldera.sim.openb import NODE_LIST, openb_arrivals, read_openb_nodes, read_openb_pods
+from caldera.sim.pollux import pollux_sample
 from caldera.sim.presets import OPENB_PODS, PHILLY_TRACE, preset_nodes, traces_dir
-from caldera.sim.sampling import Sample, Window, pollux_sample, take
+from caldera.sim.sampling import Window, take
 from caldera.sim.traces import TraceRow, philly_arrivals, read_philly
 
 TRACE_KINDS = ("philly", "alibaba-openb")
@@ -122,7 +123,11 @@ def _trace_words(what: str, path: Path) -> str:
 
 
 def _checkpoint_words(words: str, sel: Selection) -> str:
-    return words if sel.checkpoint is None else f"{words}, every job checkpointed every {sel.checkpoint:g} s"
+    if sel.checkpoint is None:
+        return words
+    if sel.checkpoint == 0:
+        return f"{words}, every job checkpointed as it is stopped (a preempted job loses nothing)"
+    return f"{words}, every job checkpointed every {sel.checkpoint:g} s"
 
 
 def _warnings(path: Path, errors: list[FieldError]) -> list[str]:
@@ -133,9 +138,8 @@ def _philly(cluster_spec: str | None, path: Path, sel: Selection) -> Inputs:
     rows, errors = read_philly(path)
     cluster, cwords = _cluster(cluster_spec, "philly-64" if sel.sample == "pollux" else "philly-full")
     gpus = sum(n.allocatable.get(GPU, 0.0) for n in cluster.nodes) / 1000.0
-    sample: Sample[TraceRow]
     if sel.sample == "pollux":
-        sample = pollux_sample(
+        drawn = pollux_sample(
             rows,
             seed=sel.seed,
             max_gpus=gpus,
@@ -143,21 +147,25 @@ def _philly(cluster_spec: str | None, path: Path, sel: Selection) -> Inputs:
             window=sel.window,
             rate_scale=sel.rate_scale,
         )
+        # A drawn job arrives as its row did (time of day folded) and runs the work of its stand-in.
+        chosen = [TraceRow(d.row.line, d.at, d.work.duration, d.work.gpus, d.row.queue) for d in drawn.jobs]
+        origin, scale, words = 0.0, drawn.rate_scale, drawn.description
     elif sel.sample is not None:
         raise ValidationError([FieldError("--sample", f"{sel.sample!r} is not a sample ({', '.join(SAMPLES)})")])
     else:
         sample = take(rows, window=sel.window, jobs=sel.jobs, rate_scale=sel.rate_scale)
-    arrivals = tuple(philly_arrivals(sample.rows, sample.origin, sample.rate_scale, sel.checkpoint))
+        chosen, origin, scale, words = sample.rows, sample.origin, sample.rate_scale, sample.description
+    arrivals = tuple(philly_arrivals(chosen, origin, scale, sel.checkpoint))
     notes = []
-    too_big = sum(1 for r in sample.rows if r.gpus > gpus)
+    too_big = sum(1 for r in chosen if r.gpus > gpus)
     if too_big:
         notes.append(f"{too_big} jobs need more GPUs than the cluster's {gpus:g}: they can never start")
     return Inputs(
-        _with_queues(cluster, {r.queue for r in sample.rows}),
+        _with_queues(cluster, {r.queue for r in chosen}),
         Workload(arrivals),
         cwords,
         _trace_words("Philly trace", path),
-        _checkpoint_words(sample.description, sel),
+        _checkpoint_words(words, sel),
         _warnings(path, errors),
         notes,
     )

@@ -38,6 +38,7 @@ from caldera.scheduler.framework import (
     OVERUSED,
     QUEUE_ORDER,
 )
+from caldera.scheduler.info import PLACED
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, TaskInfo, TaskStatus
 from caldera.scheduler.statement import Statement
@@ -159,7 +160,7 @@ def _wants_node(task: TaskInfo) -> bool:
 
 def _fail(ssn: Session, job: JobInfo, why: str) -> None:
     job.failed_at = ssn.state.version
-    if why and job.count(frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING})) < job.min_available:
+    if why and job.count(PLACED) < job.min_available:
         ssn.unschedulable[job.key] = why
 
 

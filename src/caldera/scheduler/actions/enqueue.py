@@ -15,7 +15,7 @@ from __future__ import annotations
 from caldera.core import objects as o
 from caldera.scheduler.framework import JOB_ENQUEUEABLE, JOB_ENQUEUED
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import READY, JobInfo
+from caldera.scheduler.state import READY, ClusterState, JobInfo, Vector
 
 
 def enqueue(ssn: Session) -> None:
@@ -49,10 +49,23 @@ def _never_fits(ssn: Session, job: JobInfo) -> str:
     for task in job.tasks.values():
         if task.unknown_resource:
             return f"no node has {task.unknown_resource}"
-        rows = state.alloc[:, state.schedulable]
-        if rows.shape[1] and not bool(((rows >= task.req[:, None]).all(axis=0)).any()):
+        if not _fits_some_node(state, task.req):
             return f"pod {task.name} asks for more than any node has"
     return ""
+
+
+def _fits_some_node(state: ClusterState, req: Vector) -> bool:
+    """Whether some schedulable node, empty, holds `req` (remembered per request until a node changes)."""
+    cache = state.fit_cache
+    if cache.get("__version__") != (state.node_version, len(state.resources)):
+        cache.clear()
+        cache["__version__"] = (state.node_version, len(state.resources))
+    key = req.tobytes()
+    found = cache.get(key)
+    if found is None:
+        rows = state.alloc[:, state.schedulable]
+        found = cache[key] = not rows.shape[1] or bool(((rows >= req[:, None]).all(axis=0)).any())
+    return bool(found)
 
 
 def _release_stale(ssn: Session, timeout: float) -> None:

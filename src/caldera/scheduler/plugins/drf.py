@@ -7,15 +7,29 @@ a discarded statement leaves them as they were.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 
 from caldera.scheduler.framework import Plugin
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import JobInfo, TaskInfo, Vector
+from caldera.scheduler.state import ClusterState, JobInfo, TaskInfo, Vector
 
 _EPS = 1e-6
+
+
+def _inverse_total(state: ClusterState) -> list[float]:
+    """1 / the cluster's total per resource, 0 for pods and what no node has (kept until a node changes)."""
+    key = (state.node_version, len(state.resources))
+    found = state.derived.get("drf.inverse")
+    if found is None or found[0] != key:
+        total = state.total.copy()
+        total[state.dim["pods"]] = 0.0  # pod slots are not a resource anyone competes for
+        found = (key, np.divide(1.0, total, out=np.zeros_like(total), where=total > 0).tolist())
+        state.derived["drf.inverse"] = found
+    return cast(list[float], found[1])
 
 
 class DRF(Plugin):
@@ -23,15 +37,14 @@ class DRF(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self._inv: Vector | None = None
+        self._inv: list[float] | None = None  # 1 / cluster total per resource (0: pods, and what no node has)
         self.shares: dict[str, float] = {}
 
     def share_of(self, allocated: Vector) -> float:
         if self._inv is None:
-            total = self.ssn.state.total.copy()
-            total[self.ssn.state.dim["pods"]] = 0.0  # pod slots are not a resource anyone competes for
-            self._inv = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-        return float((allocated * self._inv).max()) if allocated.size else 0.0
+            self._inv = _inverse_total(self.ssn.state)
+        # Python floats over a handful of dimensions: numpy's products and max, without its per-call cost.
+        return max(map(operator.mul, allocated.tolist(), self._inv), default=0.0)
 
     def share(self, job: JobInfo) -> float:
         s = self.shares.get(job.key)

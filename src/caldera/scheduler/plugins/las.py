@@ -46,8 +46,12 @@ class LAS(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.marks = tuple(h * HOUR for h in _thresholds(args.get("las.thresholds", DEFAULT_THRESHOLDS)))
-        self.knob = self.arg_float("las.promote-knob", DEFAULT_PROMOTE_KNOB)
+        self.marks, self.knob = self.settings(
+            lambda p: (
+                tuple(h * HOUR for h in _thresholds(p.args.get("las.thresholds", DEFAULT_THRESHOLDS))),
+                p.arg_float("las.promote-knob", DEFAULT_PROMOTE_KNOB),
+            )
+        )
         self._levels: dict[str, int] = {}
 
     # ------------------------------------------------------------ levels

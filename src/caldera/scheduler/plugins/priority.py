@@ -26,5 +26,4 @@ class Priority(Plugin):
 
     def job_starving(self, job: JobInfo) -> bool:
         """A job is starving while some of its tasks are not placed."""
-        waiting = job.count(frozenset({TaskStatus.PENDING}))
-        return waiting > 0
+        return job.counts.get(TaskStatus.PENDING, 0) > 0

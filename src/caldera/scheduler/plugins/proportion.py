@@ -10,7 +10,8 @@ when another queue needs its share (reclaim).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import cast
 
 import numpy as np
 
@@ -23,19 +24,32 @@ _EPS = 1e-9
 
 
 def real_capabilities(ssn: Session) -> dict[str, Vector]:
-    """Per queue: min(capability, cluster total − the guarantees of all other queues)."""
-    total = ssn.state.total
-    guarantees = sum((q.guarantee for q in ssn.state.queues.values()), np.zeros_like(total))
-    return {
+    """Per queue: min(capability, cluster total − the guarantees of all other queues).
+
+    Shared by every session until a node or a queue changes (`ClusterState.queue_version`):
+    callers must not modify the vectors."""
+    state = ssn.state
+    key = (state.node_version, state.queue_version, len(state.resources))
+    found = state.derived.get("capabilities")
+    if found is not None and found[0] == key:
+        return cast(dict[str, Vector], found[1])
+    total = state.total
+    guarantees = sum((q.guarantee for q in state.queues.values()), np.zeros_like(total))
+    caps = {
         q.name: np.minimum(q.capability, np.maximum(total - (guarantees - q.guarantee), 0.0))
-        for q in ssn.state.queues.values()
+        for q in state.queues.values()
     }
+    state.derived["capabilities"] = (key, caps)
+    return caps
 
 
 def fits(request: Vector, limit: Vector, dims: Vector | None = None) -> bool:
-    """request ≤ limit on the dimensions `dims` asks for (all requested dimensions if None)."""
-    wanted = (request > 0) if dims is None else (dims > 0)
-    return bool(np.all(request[wanted] <= limit[wanted] + _EPS))
+    """request ≤ limit on the dimensions `dims` asks for (all requested dimensions if None).
+
+    Over a handful of dimensions, Python floats (the same IEEE arithmetic) beat numpy's per-call cost."""
+    asked = request.tolist()
+    wanted = asked if dims is None else dims.tolist()
+    return all(r <= lim + _EPS for r, lim, w in zip(asked, limit.tolist(), wanted, strict=True) if w > 0)
 
 
 class Yielding:
@@ -76,19 +90,25 @@ class Yielding:
 def reclaim_victims(ssn: Session, deserved: Mapping[str, Vector], candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Victims only from queues above their deserved share, taken while the queue stays above it."""
     left: dict[str, Vector] = {}
+    within: set[str] = set()  # queues found within their share: nothing of theirs is taken (nor re-checked)
     victims = []
     for c in candidates:
-        q = ssn.state.queues.get(c.job.queue)
+        name = c.job.queue
+        if name in within:
+            continue
+        q = ssn.state.queues.get(name)
         if q is None:
             continue
-        allocated = left.get(q.name)
+        allocated = left.get(name)
         if allocated is None:
             allocated = q.allocated.copy()
-        d = deserved.get(q.name)
+        d = deserved.get(name)
         if d is None or not fits(allocated, d, allocated):
             allocated = allocated - c.req
             victims.append(c)
-        left[q.name] = allocated
+        else:
+            within.add(name)  # its allocation stays as it is from here on, so the verdict stays too
+        left[name] = allocated
     return victims
 
 
@@ -105,43 +125,53 @@ def enqueue_vote(ssn: Session, job: JobInfo, capability: Mapping[str, Vector], y
     return PERMIT if fits(need, capability[queue.name], job.min_resources) else REJECT
 
 
-class Proportion(Plugin):
-    name = "proportion"
+class Deserved(Mapping[str, Vector]):
+    """Each queue's deserved share this session (Volcano's water-filling), computed on first use.
 
-    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
-        super().__init__(ssn, args)
-        self._capability: dict[str, Vector] | None = None
-        self._deserved: dict[str, Vector] | None = None
-        self.yielding = Yielding(ssn)
+    When the queues' requests all fit the cluster at once (the usual case of a cluster that is
+    not full: `state.request_total` tells at once), a queue deserves what it asks for, within its
+    capability and above its guarantee, and only the queues asked about are computed; otherwise
+    the rounds run once, over every queue that asks for something or is guaranteed something.
+    Requests do not change within a session (allocating moves a task between unfinished states,
+    and quantities are integers in the scheduler's units), so computing a queue late is the same
+    as computing it first."""
 
-    @property
-    def capability(self) -> dict[str, Vector]:
-        if self._capability is None:
-            self._capability = real_capabilities(self.ssn)
-        return self._capability
+    def __init__(self, ssn: Session, capability: Mapping[str, Vector]) -> None:
+        state = ssn.state
+        self.state = state
+        self.capability = capability
+        self.queues = dict(state.queues)  # as the session first asked: a queue created later has none
+        self.shares: dict[str, Vector] = {}
+        asked = zip(state.request_total.tolist(), state.total.tolist(), strict=True)
+        self.fits_all = all(r <= t + _EPS for r, t in asked)
+        if not self.fits_all:
+            self.shares = self._water_fill()
 
-    @property
-    def deserved(self) -> dict[str, Vector]:
-        """Computed once per session, on first use (most cycles never ask)."""
-        if self._deserved is None:
-            self._deserved = self._water_fill()
-        return self._deserved
+    def __getitem__(self, name: str) -> Vector:
+        found = self.shares.get(name)
+        if found is not None:
+            return found
+        q = self.queues[name]  # KeyError for a queue the session did not know: no share
+        if self.fits_all:  # everyone's ask fits the cluster: each queue deserves what it asks for (within its cap)
+            found = np.maximum(np.minimum(q.request, self.capability[name]), np.minimum(q.guarantee, q.request))
+        else:  # asks for nothing and is guaranteed nothing: left out of the rounds
+            found = np.zeros(len(self.state.resources))
+        self.shares[name] = found
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.queues)
+
+    def __len__(self) -> int:
+        return len(self.queues)
 
     def _water_fill(self) -> dict[str, Vector]:
         """Volcano's rounds, over all queues at once: rows are queues, columns resources."""
-        state = self.ssn.state
-        queues = list(state.queues.values())
-        zero = {q.name: np.zeros(len(state.resources)) for q in queues}
-        queues = [q for q in queues if q.request.any() or q.guarantee.any()]
-        if not queues:
-            return zero
+        state = self.state
+        queues = [q for q in self.queues.values() if q.request.any() or q.guarantee.any()]
         request = np.array([q.request for q in queues])
         cap = np.array([self.capability[q.name] for q in queues])
         floor = np.minimum(np.array([q.guarantee for q in queues]), request)
-        if np.all(request.sum(axis=0) <= state.total + _EPS):
-            # Everyone's ask fits the cluster: each queue deserves what it asks for (within its cap).
-            zero.update({q.name: np.maximum(np.minimum(request[i], cap[i]), floor[i]) for i, q in enumerate(queues)})
-            return zero
         weight = np.array([float(q.weight) for q in queues])
         deserved = np.zeros_like(request)
         hungry = np.ones(len(queues), dtype=bool)
@@ -159,15 +189,38 @@ class Proportion(Plugin):
             hungry &= ~done
             if not hungry.any() or np.all(remaining <= _EPS):
                 break
-        zero.update({q.name: deserved[i] for i, q in enumerate(queues)})
-        return zero
+        return {q.name: deserved[i] for i, q in enumerate(queues)}
+
+
+class Proportion(Plugin):
+    name = "proportion"
+
+    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
+        super().__init__(ssn, args)
+        self._capability: dict[str, Vector] | None = None
+        self._deserved: Deserved | None = None
+        self.yielding = Yielding(ssn)
+
+    @property
+    def capability(self) -> dict[str, Vector]:
+        if self._capability is None:
+            self._capability = real_capabilities(self.ssn)
+        return self._capability
+
+    @property
+    def deserved(self) -> Deserved:
+        """Fixed for the session, computed on first use (most cycles never ask)."""
+        if self._deserved is None:
+            self._deserved = Deserved(self.ssn, self.capability)
+        return self._deserved
 
     def share(self, queue: QueueInfo) -> float:
+        """max over resources of allocated ÷ deserved (0 where nothing is deserved)."""
         d = self.deserved.get(queue.name)
         if d is None:
             return 0.0
-        ratio = np.divide(queue.allocated, d, out=np.zeros_like(d), where=d > 0)
-        return float(ratio.max()) if ratio.size else 0.0
+        pairs = zip(queue.allocated.tolist(), d.tolist(), strict=True)
+        return max((a / b if b > 0 else 0.0 for a, b in pairs), default=0.0)
 
     def queue_order(self, queue: QueueInfo) -> tuple[object, ...]:
         return (-queue.priority, self.share(queue))
@@ -176,7 +229,7 @@ class Proportion(Plugin):
         d = self.deserved.get(queue.name)
         if d is None:
             return True
-        return bool(np.all(d <= queue.allocated + _EPS))
+        return all(x <= a + _EPS for x, a in zip(d.tolist(), queue.allocated.tolist(), strict=True))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if queue.state != o.QUEUE_OPEN and not queue.allocated.any() and not task.job.allocated.any():

@@ -11,6 +11,8 @@ bounded time instead of starving behind a stream of small jobs.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from caldera.core.duration import parse_duration
 from caldera.scheduler.framework import ABSTAIN, PERMIT, Plugin
 from caldera.scheduler.state import JobInfo
@@ -18,17 +20,23 @@ from caldera.scheduler.state import JobInfo
 KEY = "sla-waiting-time"
 
 
+@lru_cache(maxsize=1024, typed=True)
+def _seconds(raw: str | int | float) -> float | None:
+    """A waiting time's seconds (None: not a duration); asked of every job every cycle, parsed once."""
+    try:
+        return parse_duration(raw)
+    except ValueError:
+        return None
+
+
 class SLA(Plugin):
     name = "sla"
 
     def waiting_time(self, job: JobInfo) -> float | None:
         raw = job.annotations.get(KEY, self.args.get(KEY))
-        if raw is None:
-            return None
-        try:
-            return parse_duration(raw)
-        except ValueError:
-            return None
+        if not isinstance(raw, str | int | float):
+            return None  # nothing else is a duration (parse_duration says so too)
+        return _seconds(raw)
 
     def deadline(self, job: JobInfo) -> float | None:
         w = self.waiting_time(job)

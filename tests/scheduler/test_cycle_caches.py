@@ -1,0 +1,119 @@
+"""What the scheduler keeps between cycles for speed changes no decision, and a cycle leaves nothing behind.
+
+Node scores are kept per request until a node's CPU or memory use changes, deserved shares are
+worked out lazily when every queue's request fits, and a finished session is unlinked from its
+plugins so that it is freed at once (a replay pauses the cycle collector and relies on it).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from caldera.core import objects as o
+from caldera.scheduler.framework import Plugin
+from caldera.scheduler.plugins.nodeorder import NodeOrder
+from caldera.scheduler.plugins.proportion import Proportion
+from caldera.scheduler.plugins.registry import registry
+from caldera.scheduler.policies import POLICIES, load_policy
+from caldera.scheduler.scheduler import Scheduler
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import ClusterState
+from caldera.testing.builders import make_node, make_pod, make_podgroup
+
+
+def cluster(nodes: int = 3, cpu: str = "8", gpus: str = "4") -> ClusterState:
+    state = ClusterState()
+    state.set_nodes(
+        [make_node(f"n{i}", resources={"cpu": cpu, "memory": "32Gi", "nvidia.com/gpu": gpus}) for i in range(nodes)]
+    )
+    return state
+
+
+def job(state: ClusterState, name: str, pods: int, *, queue: str = "default", created: float = 0.0, **req: str) -> None:
+    pg = make_podgroup(name, min_member=pods, queue=queue, created=created)
+    state.set_podgroup(pg)
+    for i in range(pods):
+        state.set_pod(make_pod(name, "worker", i, requests=dict(req) or {"nvidia.com/gpu": "1"}), pg.key)
+
+
+def reference_scores(state: ClusterState, cpu: float, memory: float) -> np.ndarray:
+    """kube-scheduler's least-requested + balanced-resource scores, as numpy computes them."""
+    frac = []
+    for name, req in (("cpu", cpu), ("memory", memory)):
+        d = state.dim[name]
+        alloc = state.alloc[d]
+        frac.append(np.divide(state.used[d] + req, alloc, out=np.ones_like(alloc), where=alloc > 0))
+    f = np.clip(np.vstack(frac), 0.0, 1.0)
+    return (1.0 - f.mean(axis=0)) * 100.0 + (1.0 - f.std(axis=0)) * 100.0
+
+
+def test_node_scores_follow_every_change_of_cpu_use() -> None:
+    state = cluster()
+    config = load_policy("caldera-default")
+    job(state, "probe", 1, cpu="1", memory="1Gi")
+    probe = state.tasks["default/probe-worker-0"]
+    nodes = np.arange(3)
+    for step, node in enumerate(["n0", "n0", "n2", "n1"]):
+        ssn = Session(state, config, 0.0, registry())
+        scores = ssn.plugin("nodeorder")
+        assert isinstance(scores, NodeOrder)
+        got = scores.node_order(probe, nodes)
+        assert got is not None
+        assert np.array_equal(got, reference_scores(state, probe.req[state.dim["cpu"]], probe.req[state.dim["memory"]]))
+        assert np.array_equal(scores.node_order(probe, np.array([2, 0])), got[[2, 0]])
+        # a pod using 2 CPUs starts on `node`: the scores must move with it
+        pg = make_podgroup(f"busy{step}", min_member=1)
+        state.set_podgroup(pg)
+        state.set_pod(make_pod(f"busy{step}", "w", 0, requests={"cpu": "2"}, node=node, phase=o.POD_RUNNING), pg.key)
+    state.check_invariants()
+
+
+@pytest.mark.parametrize(
+    ("asks", "deserved"),
+    [
+        pytest.param((3, 2), (3, 2), id="everyone-fits"),
+        pytest.param((8, 8), (6, 6), id="water-filled"),
+        pytest.param((14, 1), (11, 1), id="what-one-leaves-goes-to-the-other"),
+    ],
+)
+def test_deserved_gpus_by_queue(asks: tuple[int, int], deserved: tuple[int, int]) -> None:
+    state = cluster(nodes=3, gpus="4")  # 12 GPUs
+    for q in ("a", "b"):
+        state.set_queue(o.Queue(o.ObjectMeta(name=q, namespace="")))
+    for q, n in zip(("a", "b"), asks, strict=True):
+        job(state, f"job-{q}", n, queue=q)
+    state.check_invariants()  # the queues' total request among them
+    ssn = Session(state, load_policy("caldera-default"), 0.0, registry())
+    plugin = ssn.plugin("proportion")
+    assert isinstance(plugin, Proportion)
+    gpu = state.dim["nvidia.com/gpu"]
+    got = tuple(round(float(plugin.deserved[q][gpu]) / 1000.0, 6) for q in ("a", "b"))
+    assert got == deserved
+    assert float(plugin.deserved["default"][gpu]) == 0.0
+    assert plugin.deserved.get("no-such-queue") is None
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_cycle_leaves_no_cyclic_garbage(policy: str) -> None:
+    state = cluster()
+    for i in range(6):
+        job(state, f"j{i}", 1 + i % 3, created=float(i))
+    scheduler = Scheduler(load_policy(policy))
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for t in range(3):
+            scheduler.run_cycle(state, now=float(t))
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [x for x in gc.garbage if isinstance(x, Session | Plugin)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert left == []
