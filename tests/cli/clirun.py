@@ -2,36 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from caldera.testing.clirun import Result as Result
+from caldera.testing.clirun import caldera as caldera
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 EXAMPLES = REPO / "examples" / "simulate"
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def caldera(*args: str | Path, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Result:
-    """`python -m caldera.cli.main ARGS` with this interpreter (the virtualenv's)."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("CALDERA_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "caldera.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)

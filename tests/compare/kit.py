@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from caldera.testing.clirun import Result as Result
+from caldera.testing.clirun import caldera as caldera
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -30,24 +29,3 @@ def policy_file(tmp_path: Path, name: str = "no-preempt", text: str = NO_PREEMPT
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     return path
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def caldera(*args: str | Path) -> Result:
-    """`python -m caldera.cli.main ARGS` in a separate process, as users run it."""
-    env = {k: v for k, v in os.environ.items() if k != "CALDERA_DEBUG"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "caldera.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)

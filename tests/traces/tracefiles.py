@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from caldera.testing.clirun import Result as Result
+from caldera.testing.clirun import caldera as caldera
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,24 +32,3 @@ def openb_files(tmp_path: Path, pods: list[str], nodes: list[str]) -> Path:
     pod_path.write_text(OPENB_PODS_HEADER + "".join(p + "\n" for p in pods))
     (tmp_path / "openb_node_list_all_node.csv").write_text(OPENB_NODES_HEADER + "".join(n + "\n" for n in nodes))
     return pod_path
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def caldera(*args: str | Path) -> Result:
-    """`python -m caldera.cli.main ARGS` in a separate process: exit codes and stderr exactly as users see them."""
-    env = {k: v for k, v in os.environ.items() if k != "CALDERA_DEBUG"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "caldera.cli.main", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
