@@ -39,8 +39,10 @@ def test_a_new_job_of_a_deleted_ones_name_starts_clean(cluster: EmbeddedCluster,
     scaled_in = home / "pods" / "default" / "again-worker-5"  # as a pod of an elastic task scaled in leaves it
     scaled_in.mkdir()
     cluster.delete_job("default", "again")
-    wait_until(lambda: not pod_dir.exists(), timeout=30, what="the deleted job's pod directory to go")
-    assert not scaled_in.exists()
+    # Both go in one clean-up pass, one directory after the other: wait for the pass to end.
+    wait_until(
+        lambda: not pod_dir.exists() and not scaled_in.exists(), timeout=30, what="the deleted job's pod directories"
+    )
     cluster.apply(job("again", ["sh", "-c", "echo second run"]))
     wait_phase(cluster, "again", "Completed")
     log = log_of(home, "again-worker-0")
