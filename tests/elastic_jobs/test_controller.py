@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from caldera.core import objects as o
-from caldera.core.elastic import job_id, launcher_env, max_key
+from caldera.core.elastic import job_id, launcher_env, max_key, max_replicas, scale_target
 from caldera.core.errors import ValidationError
 from caldera.core.jobmanifest import parse_job
 from caldera.scheduler.scheduler import Scheduler
@@ -242,3 +242,17 @@ def test_preemption_takes_an_elastic_job_s_pods_above_its_minimum_and_does_not_r
     assert (low.status.phase, low.status.retry_count) == (o.RUNNING, 0)
     waiting = [p.name for p in plane.job_pods[low.key].values() if p.status.phase == o.POD_PENDING]
     assert sorted(waiting) == victims  # re-created, waiting for room to grow again
+
+
+def test_scale_target_and_the_most_pods_a_task_may_have() -> None:
+    plane, _, _ = plane_with()
+    job = elastic(replicas=3)
+    plane.submit(job)
+    (worker,) = job.spec.tasks
+    assert (scale_target(job, None), scale_target(job, "other")) == ("worker", "other")
+    assert max_replicas(job, worker) == 3
+    plane.scale(job.key, "worker", 2)
+    assert max_replicas(job, job.spec.tasks[0]) == 3  # scaled in: indices up to the maximum stay possible
+    plain = elastic("plain", min_available=3)
+    plane.submit(plain)
+    assert max_replicas(plain, plain.spec.tasks[0]) == 3 and scale_target(plain, None) == "worker"

@@ -45,7 +45,7 @@ from caldera.controller.events import (
 )
 from caldera.controller.pods import pod_name
 from caldera.controller.status import PodCounts, build_status, job_status_counts
-from caldera.core.elastic import elastic_range
+from caldera.core.elastic import elastic_range, is_elastic
 from caldera.core.objects import (
     ABORTED,
     ABORTING,
@@ -334,7 +334,7 @@ def _replaces_pod(job: Job, pods: Sequence[Pod], action: str, target: Target, ph
 
 def _elastic_finished(job: Job, c: PodCounts) -> bool:
     """An elastic job whose training ended: pods succeeded, none runs; pods never placed need not run."""
-    if not any(elastic_range(job, t.name) is not None for t in job.spec.tasks):
+    if not is_elastic(job):
         return False
     return c.running == c.terminating == c.failed == 0 and c.succeeded >= max(job.spec.min_available, 1)
 

@@ -52,8 +52,25 @@ def elastic_range(job: Job, task: str) -> tuple[int, int] | None:
     return spec.min_members, top
 
 
+def elastic_tasks(job: Job) -> list[str]:
+    """The names of the job's elastic tasks, in spec order."""
+    return [t.name for t in job.spec.tasks if elastic_range(job, t.name) is not None]
+
+
 def is_elastic(job: Job) -> bool:
-    return any(elastic_range(job, t.name) is not None for t in job.spec.tasks)
+    return bool(elastic_tasks(job))
+
+
+def max_replicas(job: Job, task: TaskSpec) -> int:
+    """How many pods `task` may have at most: its replicas, or an elastic task's maximum."""
+    rng = elastic_range(job, task.name)
+    return max(task.replicas, rng[1] if rng else 0)
+
+
+def scale_target(job: Job, task: str | None) -> str:
+    """The task `caldera scale` resizes: the one named, else the job's first elastic task
+    (else its first task, which `check_scale` then refuses with the reason)."""
+    return task or next(iter(elastic_tasks(job)), job.spec.tasks[0].name)
 
 
 def job_id(job: Job) -> str:
@@ -142,7 +159,7 @@ def check_scale(job: Job, task: str, replicas: int) -> list[FieldError]:
     """Why `caldera scale` of `task` to `replicas` is refused ([] when it is allowed)."""
     rng = elastic_range(job, task)
     if rng is None:
-        elastic = [t.name for t in job.spec.tasks if elastic_range(job, t.name) is not None]
+        elastic = elastic_tasks(job)
         hint = f"its elastic tasks: {', '.join(elastic)}" if elastic else "the job is not elastic"
         return [FieldError("replicas", f"task {task} of job {job.name} cannot be scaled ({hint})")]
     low, high = rng

@@ -27,7 +27,7 @@ from caldera import __version__, controller
 from caldera.backends.local import LocalExecutor, ProcessEvent
 from caldera.backends.sqlite_store import SqliteStore
 from caldera.core import objects as o
-from caldera.core.elastic import check_scale, elastic_range
+from caldera.core.elastic import check_scale, elastic_range, max_replicas, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
 from caldera.core.resources import GPU
@@ -231,7 +231,7 @@ class EmbeddedCluster:
     def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
         """Resize an elastic task: the launchers learn the wanted size first, then pods come or go."""
         job = self._call(lambda: self._job(namespace, name))
-        task = task or next((t.name for t in job.spec.tasks if elastic_range(job, t.name)), job.spec.tasks[0].name)
+        task = scale_target(job, task)
         errors = check_scale(job, task, replicas)
         if errors:
             raise ValidationError(errors, f"scale {name}")
@@ -300,7 +300,9 @@ class EmbeddedCluster:
             job = self._job(namespace, name)
             pg = self.plane.podgroups.get(job.key)
             # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
-            pods = (controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(_most(job, t)))
+            pods = (
+                controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(max_replicas(job, t))
+            )
             objects = {job.name, controller.podgroup_name(job), *pods}
             # The store's (those of earlier daemons too), then those this turn has not written yet.
             saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
@@ -462,9 +464,3 @@ class EmbeddedCluster:
             if pod.node_name and not pod.finished and pod.key not in seen:
                 # The store says it runs but no process is left (its pod directory is gone): it was killed.
                 self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
-
-
-def _most(job: o.Job, task: o.TaskSpec) -> int:
-    """How many pods a task may have had: its replicas, or an elastic task's maximum."""
-    elastic = elastic_range(job, task.name)
-    return max(task.replicas, elastic[1] if elastic else 0)

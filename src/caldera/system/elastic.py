@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from caldera.core import objects as o
-from caldera.core.elastic import elastic_range, job_id
+from caldera.core.elastic import elastic_tasks, is_elastic, job_id
 from caldera.launcher import rendezvous
 from caldera.launcher.etcd import connect
 from caldera.launcher.kv import KV, KVError
@@ -140,7 +140,7 @@ class ElasticService:
 
     def check(self, job: o.Job) -> str:
         """Why `job` cannot run here ("" if it can): an elastic job needs a server."""
-        if self.endpoint or not any(elastic_range(job, t.name) for t in job.spec.tasks):
+        if self.endpoint or not is_elastic(job):
             return ""
         return self.why_none or "no etcd server for elastic jobs"
 
@@ -151,7 +151,8 @@ class ElasticService:
 
     def job_created(self, job: o.Job) -> None:
         """The wanted size from the start: without it the launchers want the maximum and wait for it."""
-        task = next((t for t in job.spec.tasks if elastic_range(job, t.name) is not None), None)
+        names = elastic_tasks(job)
+        task = job.spec.task(names[0]) if names else None
         if task is not None:
             replicas = task.replicas
             self._later(lambda kv: rendezvous.set_target(kv, job_id(job), replicas))

@@ -26,7 +26,7 @@ from caldera.backends.local import LocalExecutor, ProcessSpec
 from caldera.controller.frameworks import ports_of, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
-from caldera.core.elastic import elastic_range, launcher_env
+from caldera.core.elastic import launcher_env, max_replicas
 from caldera.core.resources import GPU
 
 HOST = "127.0.0.1"
@@ -46,8 +46,7 @@ class PortBook:
         """Every (pod, container port) of the job → its host port, allocating what is missing."""
         ports = self._jobs.setdefault(job.key, {})
         for task in job.spec.tasks:
-            elastic = elastic_range(job, task.name)  # an elastic task's pods may have any index below its max
-            for index in range(max(task.replicas, elastic[1] if elastic else 0)):
+            for index in range(max_replicas(job, task)):  # an elastic task's pods may have any index below its max
                 for port in ports_of(job, task):
                     slot = (f"{job.name}-{task.name}-{index}", port)
                     if slot not in ports:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from caldera import __version__
 from caldera.core import objects as o
-from caldera.core.elastic import check_scale, elastic_range
+from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
@@ -187,7 +187,7 @@ class FakeCluster:
             fake = self._job(namespace, name)
             job = parse_object(fake.manifest)
             assert isinstance(job, o.Job)
-            task = task or next((t.name for t in job.spec.tasks if elastic_range(job, t.name)), job.spec.tasks[0].name)
+            task = scale_target(job, task)
             errors = check_scale(job, task, replicas)
             if errors:
                 raise ValidationError(errors, f"scale {name}")
