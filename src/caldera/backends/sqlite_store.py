@@ -43,6 +43,7 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('rv', 0);
 """
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+EVENT_KEYS = ("id", "time", "namespace", "kind", "object", "node", "reason", "message")
 
 
 class Conflict(CalderaError):
@@ -203,19 +204,26 @@ class SqliteStore:
             )
 
     def events(
-        self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0
+        self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0, kinds: tuple[str, ...] = ()
     ) -> builtins.list[dict[str, Any]]:
+        """Events after id `since`, oldest first; only of `namespace`, `objects` and `kinds` when given."""
         sql = "SELECT id, time, namespace, kind, object, node, reason, message FROM events WHERE id > ?"
         args: list[Any] = [since]
         if namespace is not None:
             sql += " AND namespace = ?"
             args.append(namespace)
-        if objects:
-            sql += f" AND object IN ({','.join('?' for _ in objects)})"
-            args.extend(objects)
+        for column, values in (("object", objects), ("kind", kinds)):
+            if values:
+                sql += f" AND {column} IN ({','.join('?' for _ in values)})"
+                args.extend(values)
         rows = self._db().execute(sql + " ORDER BY id", args).fetchall()
-        keys = ("id", "time", "namespace", "kind", "object", "node", "reason", "message")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [dict(zip(EVENT_KEYS, r, strict=True)) for r in rows]
+
+    def recent_events(self, limit: int) -> builtins.list[dict[str, Any]]:
+        """The last `limit` events, oldest first."""
+        sql = "SELECT id, time, namespace, kind, object, node, reason, message FROM events ORDER BY id DESC LIMIT ?"
+        rows = self._db().execute(sql, (limit,)).fetchall()
+        return [dict(zip(EVENT_KEYS, r, strict=True)) for r in reversed(rows)]
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)

@@ -149,6 +149,22 @@ class Client:
         except httpx.HTTPError as e:
             self._unreachable(e)
 
+    def overview(self) -> JSON:
+        return self._json("GET", f"{CORE}/overview")
+
+    def allocations(self) -> JSON:
+        return self._json("GET", f"{CORE}/allocations")
+
+    def timeline(
+        self,
+        namespace: str | None = None,
+        job: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> JSON:
+        given = {"namespace": namespace, "job": job, "since": since, "until": until}
+        return self._json("GET", f"{CORE}/timeline", params={k: v for k, v in given.items() if v is not None})
+
     def pod_log(self, namespace: str, pod: str) -> str:
         """The path of the pod's log file on the daemon's machine."""
         body = self._json("GET", f"{CORE}/namespaces/{_seg(namespace)}/pods/{_seg(pod)}/logfile")

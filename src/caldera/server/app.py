@@ -18,7 +18,10 @@
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
-Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
+  GET    /api/v1/overview | /api/v1/allocations | /api/v1/timeline    views (see `views`)
+The web dashboard is served beside it (`dashboard`: /, /jobs, /nodes, /timeline, /login).
+Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token
+(or the dashboard's session with its CSRF token: `auth`);
 errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
 the blocking cluster calls in its thread pool, never on the event loop.
 """
@@ -37,8 +40,10 @@ from starlette.concurrency import run_in_threadpool
 
 from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
+from caldera.server.dashboard import Dashboard
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
 from caldera.server.logstream import POLL_SECONDS, PodWatch, stream_file
+from caldera.server.views import views_router
 from caldera.server.watch import watch_router
 from caldera.system.api import JSON, ClusterAPI
 from caldera.utils.clock import Clock, SystemClock
@@ -95,9 +100,11 @@ def create_app(
     app.include_router(_volcano(cluster))
     app.include_router(_core(cluster, log_poll))
     app.include_router(watch_router(cluster, clock or SystemClock(), closing))
+    app.include_router(views_router(cluster))
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
-    app.add_middleware(BearerAuth, token=token)  # added last, so it runs first
+    app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock())  # added last, so it runs first
     return app
 
 

@@ -116,5 +116,26 @@ class ClusterAPI(Protocol):
         ...
 
     def info(self) -> JSON:
-        """{"version", "home", "nodes", "listening"}: what `caldera up` prints."""
+        """{"version", "home", "nodes", "listening", "resourceVersion"}: what `caldera up` prints, and the
+        version the cluster's state is at (watch from it to see every change after this call)."""
+        ...
+
+    # ------------------------------------------------------------ views (see `caldera.system.overview`)
+
+    def overview(self) -> JSON:
+        """Capacity and allocation, queue shares, jobs and pods by phase, recent events."""
+        ...
+
+    def allocations(self) -> JSON:
+        """Per node, what is allocated and to which pods (GPU ids, virtual GPUs marked)."""
+        ...
+
+    def timeline(
+        self,
+        namespace: str | None = None,
+        job: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> JSON:
+        """Pods on nodes over time: the runs overlapping [since, until] (`caldera.system.timeline`)."""
         ...

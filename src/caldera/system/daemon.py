@@ -35,6 +35,7 @@ from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
 from caldera.system.admission import check_commands, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.clusterviews import ClusterViews
 from caldera.system.control import ControlPlane
 from caldera.system.elastic import ElasticService
 from caldera.system.jobextras import JobExtras, StillDeleting
@@ -83,6 +84,7 @@ class EmbeddedCluster:
         self.feed = ChangeFeed(self.store)
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
         self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
+        self.views = ClusterViews(self.plane, self.runtime, self.store, self.clock, self._call)
         self._saved: dict[tuple[str, str, str], str] = {}
         self._events_saved = 0
         self._stop = threading.Event()
@@ -352,7 +354,23 @@ class EmbeddedCluster:
             "nodes": len(self.plane.nodes),
             "listening": self.url,
             "elasticServer": self.elastic.endpoint,
+            "resourceVersion": self.store.latest(),
         }
+
+    def overview(self) -> JSON:
+        return self.views.overview()
+
+    def allocations(self) -> JSON:
+        return self.views.allocations()
+
+    def timeline(
+        self,
+        namespace: str | None = None,
+        job: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> JSON:
+        return self.views.timeline(namespace, job, since, until)
 
     # ------------------------------------------------------------ views
 

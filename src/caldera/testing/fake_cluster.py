@@ -11,6 +11,7 @@ log followers (`stream_log`) wake up on every change instead of polling.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,9 @@ from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object
+from caldera.core.resources import from_units, parse_resource_list
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
+from caldera.system.timeline import pod_timeline
 from caldera.utils.clock import Clock, ManualClock
 
 DEFAULT_NODE: JSON = {
@@ -259,7 +262,86 @@ class FakeCluster:
             return str(self._log_path(namespace, pod))
 
     def info(self) -> JSON:
-        return {"version": __version__, "home": str(self.log_dir), "nodes": len(self.nodes), "listening": ""}
+        version = len(self.event_log)
+        return {
+            "version": __version__,
+            "home": str(self.log_dir),
+            "nodes": len(self.nodes),
+            "listening": "",
+            "resourceVersion": version,
+        }
+
+    # ------------------------------------------------------------ ClusterAPI: views (no scheduler: no shares)
+
+    def overview(self) -> JSON:
+        with self._changed:
+            capacity: dict[str, float] = {}
+            allocated: dict[str, float] = {}
+            for n in self.nodes:
+                for name, qty in n["allocatable"].items():
+                    capacity[name] = capacity.get(name, 0.0) + parse_resource_list({name: qty})[name]
+                for name, qty in n["allocated"].items():
+                    allocated[name] = allocated.get(name, 0.0) + parse_resource_list({name: qty})[name]
+            jobs = list(self.jobs.values())
+            queues = [
+                {
+                    "name": name,
+                    "state": q["status"]["state"],
+                    "weight": q["spec"].get("weight", 1),
+                    "capability": q["spec"].get("capability", {}),
+                    "deserved": {},
+                    "allocated": {},
+                    "requested": {},
+                    "jobs": dict(Counter(j.phase for j in jobs if j.queue == name)),
+                }
+                for name, q in sorted(self.queues.items())
+            ]
+            resources = [
+                {"name": r, "capacity": from_units(r, capacity[r]), "allocated": from_units(r, allocated.get(r, 0.0))}
+                for r in sorted(capacity)
+                if r != "pods"
+            ]
+            return {
+                "resourceVersion": len(self.event_log),
+                "time": self.clock.now(),
+                "nodes": {"total": len(self.nodes), "ready": len(self.nodes)},
+                "resources": resources,
+                "queues": queues,
+                "jobs": dict(Counter(j.phase for j in jobs)),
+                "pods": dict(Counter(p.phase for j in jobs for p in j.pods.values())),
+                "events": self.event_log[-20:],
+            }
+
+    def allocations(self) -> JSON:
+        with self._changed:
+            items = []
+            for n in self.nodes:
+                pods: list[JSON] = [
+                    {"namespace": j.namespace, "name": p.name, "job": j.name, "task": p.task, "phase": p.phase}
+                    | {"requests": {}, "gpus": []}
+                    for j in self.jobs.values()
+                    for p in j.pods.values()
+                    if p.node == n["name"] and p.phase not in (o.POD_SUCCEEDED, o.POD_FAILED)
+                ]
+                gpus = int(n.get("gpus", 0))
+                keep = ("allocatable", "allocated", "virtualGpus")
+                items.append(
+                    {"name": n["name"], "ready": True, "gpus": gpus, "gpuIds": list(range(gpus)), "pods": pods}
+                    | {k: n[k] for k in keep}
+                )
+            return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}
+
+    def timeline(
+        self,
+        namespace: str | None = None,
+        job: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> JSON:
+        """From the recorded events (`add_event`), as the daemon builds it from its store."""
+        with self._changed:
+            found = pod_timeline(list(self.event_log), namespace=namespace, job=job, since=since, until=until)
+            return {"resourceVersion": len(self.event_log), "time": self.clock.now(), **found}
 
     # ------------------------------------------------------------ what the client adds
 

@@ -22,7 +22,7 @@ class Capacity(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.capability = real_capabilities(ssn)
+        self.capability = real_capabilities(ssn.state)
         self.deserved = {
             q.name: np.minimum(q.deserved_spec if q.has_deserved else q.guarantee, self.capability[q.name])
             for q in ssn.state.queues.values()

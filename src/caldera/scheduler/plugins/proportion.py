@@ -18,17 +18,16 @@ import numpy as np
 from caldera.core import objects as o
 from caldera.scheduler.framework import PERMIT, REJECT, Plugin
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import JobInfo, QueueInfo, TaskInfo, Vector
+from caldera.scheduler.state import ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
 
 _EPS = 1e-9
 
 
-def real_capabilities(ssn: Session) -> dict[str, Vector]:
+def real_capabilities(state: ClusterState) -> dict[str, Vector]:
     """Per queue: min(capability, cluster total − the guarantees of all other queues).
 
     Shared by every session until a node or a queue changes (`ClusterState.queue_version`):
     callers must not modify the vectors."""
-    state = ssn.state
     key = (state.node_version, state.queue_version, len(state.resources))
     found = state.derived.get("capabilities")
     if found is not None and found[0] == key:
@@ -136,8 +135,7 @@ class Deserved(Mapping[str, Vector]):
     and quantities are integers in the scheduler's units), so computing a queue late is the same
     as computing it first."""
 
-    def __init__(self, ssn: Session, capability: Mapping[str, Vector]) -> None:
-        state = ssn.state
+    def __init__(self, state: ClusterState, capability: Mapping[str, Vector]) -> None:
         self.state = state
         self.capability = capability
         self.queues = dict(state.queues)  # as the session first asked: a queue created later has none
@@ -204,14 +202,14 @@ class Proportion(Plugin):
     @property
     def capability(self) -> dict[str, Vector]:
         if self._capability is None:
-            self._capability = real_capabilities(self.ssn)
+            self._capability = real_capabilities(self.ssn.state)
         return self._capability
 
     @property
     def deserved(self) -> Deserved:
         """Fixed for the session, computed on first use (most cycles never ask)."""
         if self._deserved is None:
-            self._deserved = Deserved(self.ssn, self.capability)
+            self._deserved = Deserved(self.ssn.state, self.capability)
         return self._deserved
 
     def share(self, queue: QueueInfo) -> float:

@@ -1,0 +1,230 @@
+"""The web dashboard, served beside the API: its pages, its login, its static files.
+
+  GET  /  /jobs  /jobs/{namespace}/{name}  /nodes  /timeline    a page (login first: 303 to /login)
+  GET  /login      POST /login (form: token, next)      POST /logout (form: csrf)
+  GET  /static/{version}/...                             CSS, ES modules, icon (cached for good:
+                                                         the version is a hash of their contents)
+A page is a small HTML shell naming its ES module; the module fetches what it shows from the
+API (with the session's CSRF token, see `auth`) and follows changes through the watch API.
+Nothing comes from another origin (the Content-Security-Policy says so), nothing is built:
+the files under `static/` are what the browser runs.
+
+`Dashboard` is the outermost middleware of the API app: it answers the dashboard's paths itself
+and hands every other request on, with the bearer token if it is the dashboard's own
+(`auth.CookieToBearer`). Invariant: no page and no API answer reaches a browser without a valid
+session (pages) or the token or a valid session with its CSRF token (API); a login page carries
+no data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from pathlib import Path
+from urllib.parse import quote
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, Router
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from caldera.server.auth import (
+    COOKIE,
+    CookieToBearer,
+    Sessions,
+    cookie_header,
+    form_fields,
+    same_origin,
+    session_of,
+)
+from caldera.utils.clock import Clock
+
+STATIC = Path(__file__).with_name("static")
+PAGES = {
+    "/": ("overview", "Overview"),
+    "/jobs": ("jobs", "Jobs"),
+    "/nodes": ("nodes", "Nodes"),
+    "/timeline": ("timeline", "Timeline"),
+}
+MAX_FORM_BYTES = 8 * 1024
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # not no-referrer: with it a form POST says Origin: null
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+MODULES = ("api.js", "dom.js", "live.js")  # what every page imports: preloaded with it
+
+
+def asset_version(root: Path = STATIC) -> str:
+    """A hash of every static file's path and contents: it changes whenever one does."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def is_dashboard_path(path: str) -> bool:
+    return path in PAGES or path in ("/login", "/logout") or path.startswith(("/jobs/", "/static/"))
+
+
+class Dashboard:
+    """ASGI middleware: the dashboard's paths answered here, every other request handed on (see the module)."""
+
+    def __init__(self, app: ASGIApp, token: str, clock: Clock) -> None:
+        self.sessions = Sessions(token, clock)
+        self.api = CookieToBearer(app, self.sessions, token)
+        self.version = asset_version()
+        self.pages = Router(
+            routes=[
+                *(Route(path, self._page, methods=["GET", "HEAD"]) for path in PAGES),
+                Route("/jobs/{namespace}/{name}", self._page, methods=["GET", "HEAD"]),
+                Route("/login", self._login_page, methods=["GET", "HEAD"]),
+                Route("/login", self._login, methods=["POST"]),
+                Route("/logout", self._logout, methods=["POST"]),
+                Mount(f"/static/{self.version}", app=_Immutable(StaticFiles(directory=STATIC))),
+            ]
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and is_dashboard_path(scope["path"]):
+            await self.pages(scope, receive, send)
+        else:
+            await self.api(scope, receive, send)
+
+    # ------------------------------------------------------------ pages
+
+    async def _page(self, request: Request) -> Response:
+        session = session_of(request.headers)
+        if session is None or not self.sessions.valid(session):
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
+        path = request.url.path
+        module, title = PAGES.get(path, ("job", "Job"))
+        if module == "job":
+            title = f"{request.path_params['name']} · {request.path_params['namespace']}"
+        return HTMLResponse(self._shell(module, title, self.sessions.csrf(session)), headers=PAGE_HEADERS)
+
+    def _shell(self, module: str, title: str, csrf: str) -> str:
+        v = self.version
+        nav = "".join(
+            f'<a href="{path}"{" aria-current=page" if page == module or (page == "jobs" and module == "job") else ""}>'
+            f"{name}</a>"
+            for path, (page, name) in PAGES.items()
+        )
+        preload = "".join(f'<link rel="modulepreload" href="/static/{v}/js/{m}">' for m in MODULES)
+        return (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="caldera-csrf" content="{html.escape(csrf)}">'
+            f"<title>{html.escape(title)} · caldera</title>"
+            f'<link rel="icon" href="/static/{v}/icon.svg" type="image/svg+xml">'
+            f'<link rel="stylesheet" href="/static/{v}/app.css">{preload}'
+            f'<script type="module" src="/static/{v}/js/{module}.js"></script></head>'
+            f'<body data-page="{module}"><header class="top"><a class="brand" href="/">caldera</a><nav>{nav}</nav>'
+            '<span id="live" class="live" role="status">connecting…</span>'
+            '<form method="post" action="/logout" class="logout">'
+            f'<input type="hidden" name="csrf" value="{html.escape(csrf)}"><button type="submit">Log out</button></form>'
+            '</header><main id="main"><p class="loading">Loading…</p></main></body></html>'
+        )
+
+    # ------------------------------------------------------------ login
+
+    async def _login_page(self, request: Request) -> Response:
+        next_path = _local(request.query_params.get("next"))
+        session = session_of(request.headers)
+        if session is not None and self.sessions.valid(session):
+            return RedirectResponse(next_path, status_code=303)
+        return self._login_form(next_path, "", 200)
+
+    async def _login(self, request: Request) -> Response:
+        if not same_origin(request.headers, request.scope):
+            return self._login_form("/", "This login came from another site: log in here.", 403)
+        body = await _read_limited(request, MAX_FORM_BYTES)
+        if body is None:
+            return self._login_form("/", "The form is too large.", 413)
+        fields = form_fields(body)
+        next_path = _local(fields.get("next"))
+        if not self.sessions.token_matches(fields.get("token", "")):
+            return self._login_form(next_path, "Wrong token.", 401)
+        response = RedirectResponse(next_path, status_code=303)
+        secure = request.url.scheme == "https"
+        response.headers.append("Set-Cookie", cookie_header(self.sessions.issue(), self.sessions.max_age, secure))
+        return response
+
+    async def _logout(self, request: Request) -> Response:
+        body = await _read_limited(request, MAX_FORM_BYTES)
+        session = session_of(request.headers)
+        if body is None or session is None or not same_origin(request.headers, request.scope):
+            return RedirectResponse("/login", status_code=303)
+        if not self.sessions.csrf_matches(session, form_fields(body).get("csrf")):
+            return Response("not from this dashboard", status_code=403, headers={"Cache-Control": "no-store"})
+        response = RedirectResponse("/login", status_code=303)
+        response.headers.append("Set-Cookie", cookie_header("", 0, request.url.scheme == "https"))
+        return response
+
+    def _login_form(self, next_path: str, error: str, status: int) -> Response:
+        v = self.version
+        message = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+        page = (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"><title>Log in · caldera</title>'
+            f'<link rel="icon" href="/static/{v}/icon.svg" type="image/svg+xml">'
+            f'<link rel="stylesheet" href="/static/{v}/app.css"></head>'
+            '<body data-page="login"><main class="login"><h1>caldera</h1>'
+            '<form method="post" action="/login">'
+            f'<input type="hidden" name="next" value="{html.escape(next_path)}">'
+            '<label for="token">API token</label>'
+            '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>'
+            f'{message}<button type="submit">Log in</button></form>'
+            "<p class=hint>The token is the file <code>token</code> in the daemon's home "
+            "(<code>$CALDERA_HOME</code>, by default <code>~/.caldera</code>); "
+            "<code>caldera dashboard</code> prints where.</p></main></body></html>"
+        )
+        return HTMLResponse(page, status_code=status, headers=PAGE_HEADERS)
+
+
+class _Immutable:
+    """Static files under a versioned path: cached by the browser for good."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_cached(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                message["headers"] = [
+                    *message["headers"],
+                    (b"cache-control", b"public, max-age=31536000, immutable"),
+                    (b"x-content-type-options", b"nosniff"),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_cached)
+
+
+def _local(path: str | None) -> str:
+    """A page of this server to go to after login: a local path, else the overview (no open redirect)."""
+    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path or COOKIE in path:
+        return "/"
+    return path
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The request body, or None if it is longer than `limit` bytes."""
+    declared = Headers(scope=request.scope).get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return body

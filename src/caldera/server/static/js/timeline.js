@@ -1,0 +1,72 @@
+// Timeline: pods on nodes over time, so gang starts, preemptions and restarts can be seen. From
+// /api/v1/timeline (the stored event history), loaded again when pods change; the present moves on.
+
+import { getJSON } from "./api.js";
+import { h, jobHref, main, replace } from "./dom.js";
+import { gantt } from "./gantt.js";
+import { follow } from "./live.js";
+
+// Seconds back from now; "fit" shows the runs of the last day, from the first of them.
+const FIT = -1;
+const WINDOWS = [["fit", FIT], ["15 min", 900], ["1 hour", 3600], ["6 hours", 21600], ["24 hours", 86400], ["all", 0]];
+const params = new URLSearchParams(location.search);
+let windowSeconds = Number(params.get("window") ?? FIT);
+let jobFilter = params.get("job") ?? "";
+let segments = [];
+let truncated = false;
+
+const chart = gantt({ onPick: (s) => s.job && location.assign(jobHref(s.namespace, s.job)) });
+const summary = h("span", { class: "muted", id: "timeline-summary" });
+const windowSelect = h("select", { id: "timeline-window", onchange: (e) => { windowSeconds = Number(e.target.value); remember(); live.reload(); } },
+  WINDOWS.map(([label, s]) => h("option", { value: s, selected: s === windowSeconds }, label)));
+const jobInput = h("input", { type: "search", id: "timeline-job", placeholder: "job name contains…", value: jobFilter,
+  oninput: (e) => { jobFilter = e.target.value; remember(); show(); } });
+
+function remember() {
+  const url = new URL(location.href);
+  url.searchParams.set("window", String(windowSeconds));
+  jobFilter ? url.searchParams.set("job", jobFilter) : url.searchParams.delete("job");
+  history.replaceState(null, "", url);
+}
+
+replace(main(),
+  h("div", { class: "row" }, h("h1", {}, "Timeline"), h("span", { class: "spacer" }), summary),
+  h("div", { class: "filters" }, h("label", {}, "Window", windowSelect), h("label", {}, "Job", jobInput),
+    h("span", { class: "legend" }, h("span", {}, "colour: job"), h("span", {}, "white edge: restarted in place"),
+      h("span", {}, "red end: failed"), h("span", {}, "amber end: preempted, reclaimed or evicted"), h("span", {}, "red line: now"))),
+  chart.el);
+
+async function load() {
+  const back = windowSeconds === FIT ? 86400 : windowSeconds;
+  const since = back ? Date.now() / 1000 - back : null;
+  const view = await getJSON(`/api/v1/timeline${since ? `?since=${since}` : ""}`);
+  segments = view.items;
+  truncated = view.truncated;
+  show();
+  return view.resourceVersion;
+}
+
+let shown = [];
+
+function show() {
+  shown = jobFilter ? segments.filter((s) => s.job.includes(jobFilter) || s.pod.includes(jobFilter)) : segments;
+  slide();
+  chart.set(shown);
+  const nodes = new Set(shown.map((s) => s.node)).size;
+  summary.textContent = `${shown.length} runs on ${nodes} nodes${truncated ? " (the latest only: narrow the window)" : ""}`;
+}
+
+function slide() {
+  const now = Date.now() / 1000;
+  let start = now - windowSeconds;
+  if (windowSeconds <= 0) {
+    start = now - 60;
+    for (const s of shown) start = Math.min(start, s.start);
+  }
+  chart.range(start, now + (now - start) * 0.02);
+}
+
+// The present moves: slide the window every second (drawing only, nothing fetched).
+setInterval(() => document.visibilityState === "visible" && slide(), 1000);
+
+const live = follow({ load, kinds: ["Pod"], every: 2000 });

@@ -1,0 +1,64 @@
+"""The embedded cluster's views for dashboards and other clients: overview, allocations, timeline.
+
+Each answer carries "resourceVersion": the store's version read before the view was made,
+on the control loop (which alone writes the store, after it changed the plane), so the view
+is at least as new as that version: a client that watches from it misses no later change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from caldera.backends.sqlite_store import SqliteStore
+from caldera.scheduler.shares import queue_shares
+from caldera.system.api import JSON
+from caldera.system.control import ControlPlane
+from caldera.system.overview import RECENT_EVENTS, allocations, overview
+from caldera.system.runtime import LocalRuntime
+from caldera.system.timeline import KINDS, pod_timeline
+from caldera.utils.clock import Clock
+
+T = TypeVar("T")
+
+
+class ClusterViews:
+    def __init__(
+        self,
+        plane: ControlPlane,
+        runtime: LocalRuntime,
+        store: SqliteStore,
+        clock: Clock,
+        on_loop: Callable[[Callable[[], JSON]], JSON],
+    ) -> None:
+        self._plane = plane
+        self._runtime = runtime
+        self._store = store
+        self._clock = clock
+        self._on_loop = on_loop  # runs a read on the control loop and returns its answer
+
+    def overview(self) -> JSON:
+        def run() -> JSON:
+            version = self._store.latest()
+            plane = self._plane
+            shares = queue_shares(plane.state, plane.scheduler.config)
+            events = self._store.recent_events(RECENT_EVENTS)
+            view = overview(plane.nodes, plane.pods, plane.jobs, plane.queues, shares, events)
+            return {"resourceVersion": version, "time": self._clock.now(), **view}
+
+        return self._on_loop(run)
+
+    def allocations(self) -> JSON:
+        def run() -> JSON:
+            version = self._store.latest()
+            items = allocations(self._plane.nodes, self._plane.pods, self._runtime.gpus.held)
+            return {"resourceVersion": version, "time": self._clock.now(), "items": items}
+
+        return self._on_loop(run)
+
+    def timeline(self, namespace: str | None, job: str | None, since: float | None, until: float | None) -> JSON:
+        """Read from the store on the caller's thread: the events of a pod change are written with it."""
+        version = self._store.latest()
+        events = self._store.events(namespace, kinds=KINDS)
+        found = pod_timeline(events, namespace=namespace, job=job, since=since, until=until)
+        return {"resourceVersion": version, "time": self._clock.now(), **found}
