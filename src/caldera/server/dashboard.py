@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
@@ -39,6 +40,7 @@ from caldera.server.auth import (
     same_origin,
     session_of,
 )
+from caldera.server.errors import CatchAll, error_response
 from caldera.utils.clock import Clock
 
 STATIC = Path(__file__).with_name("static")
@@ -82,7 +84,7 @@ class Dashboard:
         self.sessions = Sessions(token, clock)
         self.api = CookieToBearer(app, self.sessions, token)
         self.version = asset_version()
-        self.pages = Router(
+        routes = Router(
             routes=[
                 *(Route(path, self._page, methods=["GET", "HEAD"]) for path in PAGES),
                 Route("/jobs/{namespace}/{name}", self._page, methods=["GET", "HEAD"]),
@@ -90,8 +92,10 @@ class Dashboard:
                 Route("/login", self._login, methods=["POST"]),
                 Route("/logout", self._logout, methods=["POST"]),
                 Mount(f"/static/{self.version}", app=_Immutable(StaticFiles(directory=STATIC))),
-            ]
+            ],
+            default=_not_found,
         )
+        self.pages = CatchAll(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and is_dashboard_path(scope["path"]):
@@ -192,7 +196,7 @@ class Dashboard:
 
 
 class _Immutable:
-    """Static files under a versioned path: cached by the browser for good."""
+    """Static files under a versioned path: cached by the browser for good; a missing one is a plain 404."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -207,7 +211,14 @@ class _Immutable:
                 ]
             await send(message)
 
-        await self.app(scope, receive, send_cached)
+        try:
+            await self.app(scope, receive, send_cached)
+        except HTTPException as e:  # StaticFiles says "no such file" (404) or "not a GET" (405) by raising
+            await error_response(e.status_code, "NotFound", f"no such file: {scope['path']}")(scope, receive, send)
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    await error_response(404, "NotFound", f"no such page: {scope['path']}")(scope, receive, send)
 
 
 def _local(path: str | None) -> str:
