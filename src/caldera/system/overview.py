@@ -140,7 +140,7 @@ def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:
 
 
 def _qty(name: str, value: float) -> str:
-    return format_resource_list({name: value})[name]
+    return "0" if value == 0 else format_resource_list({name: value})[name]  # not "0m"
 
 
 def _ordered(names: set[str]) -> list[str]:

@@ -24,7 +24,13 @@ let gone = false;
 
 replace(main(), head, why, podsPanel, logs.el, eventsPanel);
 
+let deleted = false; // the watch said the job was deleted: nothing to ask for until it comes back
+
 async function load() {
+  if (deleted) {
+    gone = true;
+    return render();
+  }
   try {
     current = await getJSON(`${jobPath(namespace, name)}/describe`);
     gone = false;
@@ -204,7 +210,12 @@ function refresh() {
     kinds: ["Job", "Pod", "PodGroup"],
     namespace,
     resourceVersion: version,
-    onEvents: (events) => events.some(relevant) && refresh(),
+    onEvents: (events) => {
+      for (const ev of events) {
+        if (ev.object?.kind === "Job" && ev.object.metadata?.name === name) deleted = ev.type === "DELETED";
+      }
+      if (events.some(relevant)) refresh();
+    },
     onExpired: async () => {
       const v = await currentVersion();
       refresh();

@@ -1,0 +1,52 @@
+"""The views API over real HTTP: overview, allocations and timeline, in the OpenAPI description."""
+
+from __future__ import annotations
+
+import httpx
+
+from caldera.client import Client
+from caldera.testing.fake_cluster import FakeCluster
+
+from .helpers import TOKEN, LiveServer, job_manifest
+
+
+def test_the_views_are_described_in_openapi(api: httpx.Client) -> None:
+    paths = api.get("/openapi.json").json()["paths"]
+    for path in ("/api/v1/overview", "/api/v1/allocations", "/api/v1/timeline"):
+        assert "get" in paths[path], path
+    params = {p["name"] for p in paths["/api/v1/timeline"]["get"]["parameters"]}
+    assert params == {"namespace", "job", "since", "until"}
+    assert not any(p.startswith(("/login", "/static", "/jobs")) for p in paths)  # the pages are not API
+
+
+def test_overview_and_allocations(api: httpx.Client, fake: FakeCluster) -> None:
+    fake.apply(job_manifest("train"))
+    fake.set_pod("default", "train-master-0", node="node-0", phase="Running")
+    view = api.get("/api/v1/overview").json()
+    assert view["jobs"] == {"Pending": 1} and view["pods"] == {"Pending": 2, "Running": 1}
+    assert {"name": "nvidia.com/gpu", "capacity": "2", "allocated": "0"} in view["resources"]
+    assert isinstance(view["resourceVersion"], int)
+    nodes = api.get("/api/v1/allocations").json()["items"]
+    assert [p["name"] for p in nodes[0]["pods"]] == ["train-master-0"]
+
+
+def test_the_timeline_takes_its_filters_from_the_query(api: httpx.Client, fake: FakeCluster) -> None:
+    fake.add_event("default", "train", "JobPhase", "Pending", "submitted")
+    fake.add_event("default", "train-worker-0", "Bind")
+    fake.event_log[-1]["node"] = "node-0"
+    fake.add_event("default", "other-worker-0", "Bind")
+    items = api.get("/api/v1/timeline", params={"job": "train", "since": 0}).json()["items"]
+    assert [(s["pod"], s["job"], s["node"], s["outcome"]) for s in items] == [
+        ("train-worker-0", "train", "node-0", "Running")
+    ]
+    bad = api.get("/api/v1/timeline", params={"since": "yesterday"})
+    assert bad.status_code == 422 and "since" in bad.json()["error"]
+
+
+def test_the_client_reads_the_views(live: LiveServer, fake: FakeCluster) -> None:
+    fake.add_event("default", "train", "JobPhase", "Pending", "submitted")
+    with Client(live.url, TOKEN) as client:
+        assert client.overview()["nodes"]["total"] == 1
+        assert client.allocations()["items"][0]["name"] == "node-0"
+        assert client.timeline(namespace="default", since=0.0)["items"] == []
+        assert client.info()["resourceVersion"] == 1
