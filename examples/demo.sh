@@ -7,6 +7,7 @@
 # their results. Then an elastic job (examples/elastic-ddp, 3 workers on etcd): one of its
 # training processes is killed with -9, the job is scaled to 2 and back to 3 while it
 # trains, and it completes with retryCount 0; the rounds are read from its logs.
+# The dashboard's URL is printed first: open it to watch the jobs live.
 # Every command is printed before it runs: they are what you would type.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ rm -rf "$CALDERA_HOME"
 trap '"$caldera" down >/dev/null 2>&1 || true' EXIT
 
 run up --nodes 2 --gpus-per-node 2
+run dashboard --no-open   # the web dashboard: open it to watch what follows (log in with the token it names)
 run submit pytorch --name ddp --workers 3 --gpus 1 --cpu 500m --memory 1Gi \
     -- python examples/pytorch-ddp/train.py --epochs 20 --output "$CALDERA_HOME/ddp-result.json"
 run apply -f examples/paddle-ps-ctr/ctr-volcano.yaml

@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from caldera.cli.apply import apply
 from caldera.cli.common import CliContext
+from caldera.cli.dashboard import dashboard
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.down import down
@@ -56,6 +57,7 @@ for command in (
     wait,
     scale,
     tensorboard,
+    dashboard,
 ):
     cli.add_command(command)
 

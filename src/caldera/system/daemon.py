@@ -41,12 +41,14 @@ from caldera.system.elastic import ElasticService
 from caldera.system.jobextras import JobExtras, StillDeleting
 from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
 from caldera.system.tensorboard import TensorBoards
-from caldera.system.views import job_summary, node_summary
+from caldera.system.views import job_summary, node_summaries
 from caldera.system.watch import ChangeFeed, node_object
 from caldera.utils.clock import Clock, SystemClock
 
 log = logging.getLogger("caldera.daemon")
 T = TypeVar("T")
+# What the loop runs, who awaits its answer, and whether it writes (a turn of reads writes nothing).
+Task = tuple[Callable[[], Any], "Future[Any] | None", bool]
 USER_ACTIONS = ("AbortJob", "ResumeJob")
 EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an event as describe shows it
 
@@ -70,7 +72,7 @@ class EmbeddedCluster:
         home.mkdir(parents=True, exist_ok=True)
         self.clock = clock or SystemClock()
         self.store = SqliteStore(home / "state.db")
-        self._inbox: queue.Queue[tuple[Callable[[], Any], Future[Any] | None]] = queue.Queue()
+        self._inbox: queue.Queue[Task] = queue.Queue()
         self.executor = LocalExecutor(home, report=self._on_process, clock=self.clock, grace=grace)
         node_list = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
         gpus = GpuBook(
@@ -84,7 +86,7 @@ class EmbeddedCluster:
         self.feed = ChangeFeed(self.store)
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
         self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
-        self.views = ClusterViews(self.plane, self.runtime, self.store, self.clock, self._call)
+        self.views = ClusterViews(self.plane, self.runtime, self.store, self.clock, self._read)
         self._saved: dict[tuple[str, str, str], str] = {}
         self._events_saved = 0
         self._stop = threading.Event()
@@ -125,14 +127,14 @@ class EmbeddedCluster:
         while not self._stop.is_set():
             wake = self.plane.next_wakeup()
             timeout = 1.0 if wake is None else min(1.0, max(0.0, wake - self.clock.now()))
-            batch: list[tuple[Callable[[], Any], Future[Any] | None]] = []
+            batch: list[Task] = []
             try:
                 batch.append(self._inbox.get(timeout=timeout))
                 while True:
                     batch.append(self._inbox.get_nowait())
             except queue.Empty:
                 pass
-            for fn, fut in batch:
+            for fn, fut, _ in batch:
                 try:
                     result = fn()
                 except Exception as e:  # the caller gets it; the loop goes on
@@ -148,23 +150,28 @@ class EmbeddedCluster:
                 self.plane.expire_ttls()
                 self.plane.settle()
                 self.extras.sweep()
-                if batch or len(self.plane.events) != before:  # an idle turn changes nothing worth writing
+                # A turn of reads only, or an idle one, changes nothing worth writing unless settling did.
+                if any(writes for _, _, writes in batch) or len(self.plane.events) != before:
                     self._persist()
             except Exception:
                 log.exception("control loop failed to settle")
 
-    def _call(self, fn: Callable[[], T], timeout: float = 60.0) -> T:
+    def _call(self, fn: Callable[[], T], timeout: float = 60.0, *, writes: bool = True) -> T:
         if self._thread is None or threading.current_thread() is self._thread:
             return fn()
         fut: Future[T] = Future()
-        self._inbox.put((fn, fut))
+        self._inbox.put((fn, fut, writes))
         return fut.result(timeout=timeout)
+
+    def _read(self, fn: Callable[[], T]) -> T:
+        """`fn` on the loop, which changes nothing: the turn does not write the store for it."""
+        return self._call(fn, writes=False)
 
     # ------------------------------------------------------------ process events
 
     def _on_process(self, ev: ProcessEvent) -> None:
         """Called on the executor's threads: hand the event to the loop."""
-        self._inbox.put((lambda: self._process_event(ev), None))
+        self._inbox.put((lambda: self._process_event(ev), None, True))
 
     def _process_event(self, ev: ProcessEvent) -> None:
         if ev.kind == "running":
@@ -232,7 +239,7 @@ class EmbeddedCluster:
 
     def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
         """Resize an elastic task: the launchers learn the wanted size first, then pods come or go."""
-        job = self._call(lambda: self._job(namespace, name))
+        job = self._read(lambda: self._job(namespace, name))
         task = scale_target(job, task)
         errors = check_scale(job, task, replicas)
         if errors:
@@ -286,7 +293,7 @@ class EmbeddedCluster:
     # ------------------------------------------------------------ reads
 
     def list_jobs(self, namespace: str | None = None) -> list[JSON]:
-        return self._call(
+        return self._read(
             lambda: [
                 self._summary(j)
                 for j in sorted(self.plane.jobs.values(), key=lambda j: j.key)
@@ -295,7 +302,7 @@ class EmbeddedCluster:
         )
 
     def get_job(self, namespace: str, name: str) -> JSON:
-        return self._call(lambda: self._summary(self._job(namespace, name)))
+        return self._read(lambda: self._summary(self._job(namespace, name)))
 
     def describe_job(self, namespace: str, name: str) -> JSON:
         def run() -> JSON:
@@ -316,10 +323,10 @@ class EmbeddedCluster:
                 "events": saved + [e.to_dict() for e in fresh if e.namespace == namespace and e.object in objects],
             }
 
-        return self._call(run)
+        return self._read(run)
 
     def list_queues(self) -> list[JSON]:
-        return self._call(lambda: [q.to_dict() for q in sorted(self.plane.queues.values(), key=lambda q: q.name)])
+        return self._read(lambda: [q.to_dict() for q in sorted(self.plane.queues.values(), key=lambda q: q.name)])
 
     def get_queue(self, name: str) -> JSON:
         def run() -> JSON:
@@ -328,10 +335,10 @@ class EmbeddedCluster:
                 raise NotFound(f"queue {name} not found")
             return q.to_dict()
 
-        return self._call(run)
+        return self._read(run)
 
     def list_nodes(self) -> list[JSON]:
-        return self._call(lambda: [self._node(n) for n in self.plane.nodes.values()])
+        return self._read(lambda: node_summaries(self.plane))
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         return self.store.events(namespace, objects, since)
@@ -383,9 +390,6 @@ class EmbeddedCluster:
     def _summary(self, job: o.Job) -> JSON:
         return job_summary(self.plane, self.runtime, job, self.extras.tensorboards.url(job.key))
 
-    def _node(self, node: o.Node) -> JSON:
-        return node_summary(self.plane, node)
-
     def _job_of(self, key: str) -> o.Job | None:
         return self.plane.jobs.get(key)
 
@@ -417,8 +421,8 @@ class EmbeddedCluster:
             want[("PodGroup", pg.metadata.namespace, pg.metadata.name)] = json.dumps(
                 persist.podgroup_record(pg), sort_keys=True
             )
-        for node in self.plane.nodes.values():  # for watchers: what is allocated changes
-            want[("Node", "", node.name)] = json.dumps(node_object(self._node(node)), sort_keys=True)
+        for summary in node_summaries(self.plane):  # for watchers: what is allocated changes
+            want[("Node", "", summary["name"])] = json.dumps(node_object(summary), sort_keys=True)
         for pod in self.plane.pods.values():
             held = self.runtime.gpus.held(pod.key)
             body = persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), ports.get(pod.key, {}), held)

@@ -46,12 +46,20 @@ def job_summary(plane: ControlPlane, runtime: LocalRuntime, job: o.Job, tensorbo
     }
 
 
-def node_summary(plane: ControlPlane, node: o.Node) -> JSON:
-    pods = [p for p in plane.pods.values() if p.node_name == node.name and not p.finished]
-    allocated: dict[str, float] = {}
-    for p in pods:
+def node_summaries(plane: ControlPlane) -> list[JSON]:
+    """Every node's summary, in the plane's order, from one pass over the pods."""
+    held: dict[str, tuple[list[o.Pod], dict[str, float]]] = {name: ([], {}) for name in plane.nodes}
+    for p in plane.pods.values():
+        on = held.get(p.node_name)
+        if on is None or p.finished:
+            continue
+        on[0].append(p)
         for k, v in p.spec.requests().items():
-            allocated[k] = allocated.get(k, 0.0) + v
+            on[1][k] = on[1].get(k, 0.0) + v
+    return [_node_summary(node, *held[node.name]) for node in plane.nodes.values()]
+
+
+def _node_summary(node: o.Node, pods: list[o.Pod], allocated: dict[str, float]) -> JSON:
     return {
         "name": node.name,
         "allocatable": format_resource_list(node.allocatable),

@@ -297,7 +297,11 @@ class FakeCluster:
                 for name, q in sorted(self.queues.items())
             ]
             resources = [
-                {"name": r, "capacity": from_units(r, capacity[r]), "allocated": from_units(r, allocated[r]) if allocated.get(r) else "0"}
+                {
+                    "name": r,
+                    "capacity": from_units(r, capacity[r]),
+                    "allocated": from_units(r, allocated[r]) if allocated.get(r) else "0",
+                }
                 for r in sorted(capacity)
                 if r != "pods"
             ]

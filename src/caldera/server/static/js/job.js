@@ -48,8 +48,9 @@ function render() {
     podsPanel.hidden = eventsPanel.hidden = logs.el.hidden = true;
     return;
   }
-  podsPanel.hidden = eventsPanel.hidden = logs.el.hidden = false;
   const { job, summary, podgroup, events } = current;
+  podsPanel.hidden = eventsPanel.hidden = false;
+  logs.el.hidden = !(summary.pods ?? []).length; // no pod, no log yet
   renderHead(job, summary);
   renderWhy(summary, podgroup);
   renderPods(summary);
@@ -63,7 +64,8 @@ function renderHead(job, s) {
     ["Namespace", s.namespace], ["Queue", s.queue],
     ["Phase", h("span", {}, phaseBadge(s.phase), reason ? ` ${reason}` : "")],
     ["Retries", s.retryCount], ["Min available", s.minAvailable],
-    ["Age", age(s.creationTimestamp)], ["Duration", jobDuration(s.startTime, s.completionTime)],
+    ["Age", h("span", { id: "age" }, age(s.creationTimestamp))],
+    ["Duration", h("span", { id: "duration" }, jobDuration(s.startTime, s.completionTime))],
   ];
   if (s.tensorboard) facts.push(["TensorBoard", h("a", { href: s.tensorboard, target: "_blank", rel: "noopener", id: "tensorboard" }, s.tensorboard)]);
   replace(head,
@@ -223,5 +225,12 @@ function refresh() {
     },
     onState: setLive,
   });
-  setInterval(() => current && !gone && renderHead(current.job, current.summary), 5000);
+  // Age and duration move with the clock alone.
+  setInterval(() => {
+    if (!current || gone) return;
+    const s = current.summary;
+    const [ageCell, durationCell] = [document.getElementById("age"), document.getElementById("duration")];
+    if (ageCell) ageCell.textContent = age(s.creationTimestamp);
+    if (durationCell) durationCell.textContent = jobDuration(s.startTime, s.completionTime);
+  }, 1000);
 })();

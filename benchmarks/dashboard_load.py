@@ -1,0 +1,223 @@
+"""The dashboard's first page ready with 1,000 jobs and 10,000 pods, measured in the browser.
+
+An embedded cluster is built in this process (its control plane, scheduler, SQLite store,
+change feed and REST server are the daemon's own) with 125 virtual nodes of 8 GPUs, and
+1,000 jobs of 10 pods each are submitted through its API (a master with a GPU and nine
+workers); 200 of them then finish, so the store has a history. The one part that is not
+real: pods run no process (this machine cannot host 10,000), an executor that starts
+nothing stands in for the local one, and reports a pod stopped when asked to stop it.
+
+The server is the daemon's app (`caldera.server.create_app`) under uvicorn on loopback.
+Debian's Chromium (headless, through Playwright) logs in once, then opens each page
+`--repeat` times; the figure is the page's own `caldera:ready` mark (its first data on
+screen), in ms from the start of the navigation: the first visit with an empty cache
+(cold) and the median of the others (the page's files cached). The API answers the pages
+read are timed too (median of `--repeat`, through the typed client).
+
+    python benchmarks/dashboard_load.py [--jobs 1000] [--pods 10] [--nodes 125] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from caldera.backends.process import ProcessEvent
+from caldera.client import Client
+from caldera.core import objects as o
+from caldera.server import create_app
+from caldera.system.daemon import EmbeddedCluster
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+TOKEN = "benchmark-token"
+QUEUES = {"default": 1, "research": 2, "prod": 4}
+
+
+class NoProcesses:
+    """The control plane's executor, without processes: a pod runs until it is stopped (or told to end)."""
+
+    def __init__(self, cluster: EmbeddedCluster, report: Callable[[ProcessEvent], None]) -> None:
+        self.cluster = cluster
+        self.report = report  # what the local executor reports to: the daemon's control loop
+
+    def start(self, pod: o.Pod, node: o.Node) -> None:
+        self.cluster.runtime.gpus.assign(pod.key, node.name, int(pod.spec.requests().get("nvidia.com/gpu", 0) / 1000))
+
+    def stop(self, pod: o.Pod) -> None:
+        self.report(ProcessEvent(pod.key, "stopped", 143, 0, time.time()))
+
+    def exit(self, key: str, code: int) -> None:
+        self.report(ProcessEvent(key, "exited", code, 0, time.time()))
+
+
+def manifest(i: int, pods: int) -> dict[str, Any]:
+    def task(name: str, replicas: int, gpus: int) -> dict[str, Any]:
+        requests = {"cpu": "500m", "memory": "1Gi", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+        container = {
+            "name": "main",
+            "command": ["python", "train.py", "--epochs", "90"],
+            "resources": {"requests": requests},
+        }
+        return {
+            "name": name,
+            "replicas": replicas,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        }
+
+    queue = list(QUEUES)[i % len(QUEUES)]
+    spec = {"minAvailable": pods, "queue": queue, "tasks": [task("master", 1, 1), task("worker", pods - 1, 0)]}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": f"train-{i:04d}"},
+        "spec": spec,
+    }
+
+
+def build(home: Path, jobs: int, pods: int, nodes: int) -> tuple[EmbeddedCluster, NoProcesses]:
+    cluster = EmbeddedCluster(home, nodes=nodes, cpus_per_node="64", memory_per_node="256Gi", gpus_per_node=8)
+    executor = NoProcesses(cluster, cluster._on_process)
+    cluster.plane.executor = executor
+    cluster.start()
+    for name, weight in QUEUES.items():
+        cluster.apply(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": weight},
+            }
+        )
+    with ThreadPoolExecutor(64) as pool:  # concurrent submissions: the control loop takes them in batches
+        list(pool.map(lambda i: cluster.apply(manifest(i, pods), "/tmp"), range(jobs)))
+    wait(lambda: cluster.overview()["pods"].get("Running", 0) == jobs * pods, "every pod running")
+    finished = jobs // 5
+    for i in range(finished):
+        for p in cluster.get_job("default", f"train-{i:04d}")["pods"]:
+            executor.exit(f"default/{p['name']}", 0)
+    wait(lambda: cluster.overview()["jobs"].get("Completed", 0) == finished, f"{finished} jobs completed")
+    return cluster, executor
+
+
+def wait(predicate: Callable[[], bool], what: str, timeout: float = 1800.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def serve(cluster: EmbeddedCluster) -> tuple[str, uvicorn.Server, threading.Thread]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(cluster, TOKEN), log_config=None, access_log=False, lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    return f"http://127.0.0.1:{sock.getsockname()[1]}", server, thread
+
+
+def api_times(url: str, job: str, repeat: int) -> dict[str, tuple[float, int]]:
+    """Median ms and bytes of each view the pages read."""
+    calls: dict[str, Callable[[Client], object]] = {
+        "GET /api/v1/overview": lambda c: c.overview(),
+        "GET /api/v1/allocations": lambda c: c.allocations(),
+        "GET /api/v1/timeline?since=-24h": lambda c: c.timeline(since=time.time() - 86400),
+        f"GET .../jobs/{job}/describe": lambda c: c.describe_job("default", job),
+        "watch kind=Job, every job then a bookmark": lambda c: c.changes(("Job",), None, None, 0.0),
+    }
+    out = {}
+    with Client(url, TOKEN, timeout=120) as client:
+        for name, call in calls.items():
+            times, size = [], 0
+            for _ in range(repeat):
+                start = time.perf_counter()
+                answer = call(client)
+                times.append((time.perf_counter() - start) * 1000)
+                size = len(json.dumps(answer))
+            out[name] = (statistics.median(times), size)
+    return out
+
+
+def browser_times(url: str, pages: list[str], repeat: int) -> dict[str, tuple[float, float]]:
+    """Per page: ms to ready on the first visit (nothing cached) and the median of the next visits."""
+    from playwright.sync_api import sync_playwright
+
+    out = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        for path in pages:
+            context = browser.new_context(viewport={"width": 1360, "height": 900})  # an empty cache
+            page = context.new_page()
+            page.goto(f"{url}/login?next={path}")
+            page.fill("#token", TOKEN)
+            with page.expect_navigation(url=f"{url}{path}"):  # the login's redirect: the page's first load
+                page.click("button[type=submit]")
+            readies = [ready_ms(page)]
+            for _ in range(repeat):
+                page.goto(f"{url}{path}")
+                readies.append(ready_ms(page))
+            out[path] = (readies[0], statistics.median(readies[1:]))
+            context.close()
+        browser.close()
+    return out
+
+
+def ready_ms(page: Any) -> float:
+    page.wait_for_selector("html[data-ready=true]", timeout=120_000)
+    return float(page.evaluate("performance.getEntriesByName('caldera:ready')[0].startTime"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--pods", type=int, default=10, help="pods per job")
+    ap.add_argument("--nodes", type=int, default=125)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"{CHROMIUM} is missing: install Debian's chromium (make does, as root)")
+    with tempfile.TemporaryDirectory(prefix="caldera-dash-bench-") as tmp:
+        started = time.perf_counter()
+        cluster, _ = build(Path(tmp) / "home", args.jobs, args.pods, args.nodes)
+        view = cluster.overview()
+        print(
+            f"built in {time.perf_counter() - started:.0f} s: {sum(view['jobs'].values()):,} jobs "
+            f"({', '.join(f'{n} {p}' for p, n in view['jobs'].items())}), {sum(view['pods'].values()):,} pods, "
+            f"{view['nodes']['total']} nodes",
+            flush=True,
+        )
+        url, server, thread = serve(cluster)
+        job = f"train-{args.jobs // 2:04d}"  # a running one
+        try:
+            print(f"\n{'API answer':45} {'median ms':>10} {'bytes':>12}")
+            for name, (ms, size) in api_times(url, job, args.repeat).items():
+                print(f"{name:45} {ms:10.1f} {size:12,}")
+            pages = ["/", "/jobs", f"/jobs/default/{job}", "/nodes", "/timeline"]
+            print(f"\n{'page ready (in Chromium)':45} {'cold ms':>10} {'warm ms':>12}   (goal: first page <= 300 ms)")
+            for path, (cold, warm) in browser_times(url, pages, args.repeat).items():
+                print(f"{path:45} {cold:10.0f} {warm:12.0f}")
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+            cluster.shutdown(stop_pods=True)
+
+
+if __name__ == "__main__":
+    main()
