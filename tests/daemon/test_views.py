@@ -122,3 +122,27 @@ def test_a_watch_from_a_views_version_sees_every_later_change(cluster: EmbeddedC
         return "later" in seen
 
     wait_until(job_added, timeout=30, what="the job in the watch from the overview's version")
+
+
+def test_the_job_table_has_the_fields_of_the_full_jobs(cluster: EmbeddedCluster) -> None:
+    cluster.apply(gpu_job("a", 2, 1, sleeper()))
+    running(cluster, "a", 2)
+    table = cluster.job_table()
+    assert table["resourceVersion"] <= cluster.info()["resourceVersion"]
+    [row] = table["items"]
+    [full] = [e["object"] for e in cluster.changes(("Job",))["events"]]
+
+    def same(part: object, whole: object) -> None:  # every field of the row is the full object's
+        if isinstance(part, dict):
+            assert isinstance(whole, dict)
+            for key, value in part.items():
+                same(value, whole[key])
+        elif isinstance(part, list):
+            assert isinstance(whole, list) and len(part) == len(whole)
+            for p, w in zip(part, whole, strict=True):
+                same(p, w)
+        else:
+            assert part == whole
+
+    same(row, full)
+    assert row["status"]["running"] == 2 and row["spec"]["tasks"] == [{"name": "worker", "replicas": 2}]

@@ -12,7 +12,7 @@ from .helpers import TOKEN, LiveServer, job_manifest
 
 def test_the_views_are_described_in_openapi(api: httpx.Client) -> None:
     paths = api.get("/openapi.json").json()["paths"]
-    for path in ("/api/v1/overview", "/api/v1/allocations", "/api/v1/timeline"):
+    for path in ("/api/v1/overview", "/api/v1/allocations", "/api/v1/jobtable", "/api/v1/timeline"):
         assert "get" in paths[path], path
     params = {p["name"] for p in paths["/api/v1/timeline"]["get"]["parameters"]}
     assert params == {"namespace", "job", "since", "until"}
@@ -48,5 +48,6 @@ def test_the_client_reads_the_views(live: LiveServer, fake: FakeCluster) -> None
     with Client(live.url, TOKEN) as client:
         assert client.overview()["nodes"]["total"] == 1
         assert client.allocations()["items"][0]["name"] == "node-0"
+        assert client.job_table()["items"] == []
         assert client.timeline(namespace="default", since=0.0)["items"] == []
         assert client.info()["resourceVersion"] == 1

@@ -155,6 +155,9 @@ class Client:
     def allocations(self) -> JSON:
         return self._json("GET", f"{CORE}/allocations")
 
+    def job_table(self) -> JSON:
+        return self._json("GET", f"{CORE}/jobtable")
+
     def timeline(
         self,
         namespace: str | None = None,

@@ -32,7 +32,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from caldera.server.auth import (
-    COOKIE,
     CookieToBearer,
     Sessions,
     cookie_header,
@@ -223,7 +222,7 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 def _local(path: str | None) -> str:
     """A page of this server to go to after login: a local path, else the overview (no open redirect)."""
-    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path or COOKIE in path:
+    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path:
         return "/"
     return path
 

@@ -2,6 +2,7 @@
 
   GET /api/v1/overview      capacity and allocation, queue shares, jobs and pods by phase, recent events
   GET /api/v1/allocations   per node: what is allocated, to which pods, which GPUs (virtual ones marked)
+  GET /api/v1/jobtable      every job, with only the fields a table of jobs shows
   GET /api/v1/timeline?namespace=NS&job=J&since=T&until=T    pods on nodes over time (epoch seconds)
 Each answer has "resourceVersion": watch from it (`/api/v1/watch?resourceVersion=N`) to follow
 every change after the view. Shapes: `caldera.system.overview` and `caldera.system.timeline`.
@@ -31,6 +32,12 @@ def views_router(cluster: ClusterAPI) -> APIRouter:
     def allocations() -> JSON:
         """Per node: allocatable, allocated, and each pod holding some of it (its requests and GPU ids)."""
         return cluster.allocations()
+
+    @r.get("/jobtable")
+    def job_table() -> JSON:
+        """Every job, as a Job object with only the fields a table of jobs shows (name, namespace, creation
+        time, queue, minAvailable, task replicas, phase, running pods, retries, start and completion)."""
+        return cluster.job_table()
 
     @r.get("/timeline")
     def timeline(

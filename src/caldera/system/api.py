@@ -130,6 +130,10 @@ class ClusterAPI(Protocol):
         """Per node, what is allocated and to which pods (GPU ids, virtual GPUs marked)."""
         ...
 
+    def job_table(self) -> JSON:
+        """Every job with only the fields a table of jobs shows (the dashboard's jobs page, `list -w`'s columns)."""
+        ...
+
     def timeline(
         self,
         namespace: str | None = None,

@@ -1,4 +1,4 @@
-"""The embedded cluster's views for dashboards and other clients: overview, allocations, timeline.
+"""The embedded cluster's views for dashboards and other clients: overview, allocations, job table, timeline.
 
 Each answer carries "resourceVersion": the store's version read before the view was made,
 on the control loop (which alone writes the store, after it changed the plane), so the view
@@ -14,7 +14,7 @@ from caldera.backends.sqlite_store import SqliteStore
 from caldera.scheduler.shares import queue_shares
 from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
-from caldera.system.overview import RECENT_EVENTS, allocations, overview
+from caldera.system.overview import RECENT_EVENTS, allocations, job_table, overview
 from caldera.system.runtime import LocalRuntime
 from caldera.system.timeline import KINDS, pod_timeline
 from caldera.utils.clock import Clock
@@ -53,6 +53,13 @@ class ClusterViews:
             version = self._store.latest()
             items = allocations(self._plane.nodes, self._plane.pods, self._runtime.gpus.held)
             return {"resourceVersion": version, "time": self._clock.now(), "items": items}
+
+        return self._on_loop(run)
+
+    def job_table(self) -> JSON:
+        def run() -> JSON:
+            version = self._store.latest()
+            return {"resourceVersion": version, "time": self._clock.now(), "items": job_table(self._plane.jobs)}
 
         return self._on_loop(run)
 

@@ -370,6 +370,9 @@ class EmbeddedCluster:
     def allocations(self) -> JSON:
         return self.views.allocations()
 
+    def job_table(self) -> JSON:
+        return self.views.job_table()
+
     def timeline(
         self,
         namespace: str | None = None,

@@ -1,5 +1,6 @@
-"""What the cluster holds at a glance (`GET /api/v1/overview`) and what each node gives to which pod
-(`GET /api/v1/allocations`): the dashboard's overview and nodes pages, for any client.
+"""What the cluster holds at a glance (`GET /api/v1/overview`), what each node gives to which pod
+(`GET /api/v1/allocations`) and the jobs as a table reads them (`GET /api/v1/jobtable`): the
+dashboard's overview, nodes and jobs pages, for any client.
 
 overview:
   {"resourceVersion", "time",
@@ -12,6 +13,10 @@ allocations:
   {"resourceVersion", "time",
    "items": [{"name", "ready", "virtualGpus", "gpus", "gpuIds", "allocatable", "allocated",
               "pods": [{"namespace", "name", "job", "task", "phase", "requests", "gpus": [ids]}]}]}
+jobtable:
+  {"resourceVersion", "time", "items": [Jobs with metadata {name, namespace, creationTimestamp},
+   spec {queue, minAvailable, tasks [{name, replicas}]}, status {state {phase}, running, retryCount,
+   startTime, completionTime}: those fields as the full object has them]}
 
 A pod holds its node's resources from its bind until it is gone (a terminating pod still holds
 them), as the scheduler counts them. Invariant: both views are computed in one pass over the
@@ -22,6 +27,7 @@ from it misses no change after the view (it may see one the view already has).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Mapping
 
@@ -96,7 +102,7 @@ def allocations(
                     "job": p.job,
                     "task": p.task,
                     "phase": _pod_phase(p),
-                    "requests": format_resource_list({k: v for k, v in requests.items() if v > 0}),
+                    "requests": _quantities(requests),
                     "gpus": gpus_of(p.key),
                 }
             )
@@ -115,6 +121,31 @@ def allocations(
     return items
 
 
+def job_table(jobs: Mapping[str, o.Job]) -> list[JSON]:
+    """Every job as a Job object with only the fields a table of jobs shows (as `caldera list -w` reads
+    them), by namespace and name: a client derives its rows from these and from the full Jobs the
+    watch sends alike."""
+    return [
+        {
+            "kind": "Job",
+            "metadata": {"name": j.name, "namespace": j.namespace, "creationTimestamp": j.metadata.creation_timestamp},
+            "spec": {
+                "queue": j.spec.queue,
+                "minAvailable": j.spec.min_available,
+                "tasks": [{"name": t.name, "replicas": t.replicas} for t in j.spec.tasks],
+            },
+            "status": {
+                "state": {"phase": j.status.phase},
+                "running": j.status.running,
+                "retryCount": j.status.retry_count,
+                "startTime": j.status.start_time,
+                "completionTime": j.status.completion_time,
+            },
+        }
+        for j in sorted(jobs.values(), key=lambda j: (j.namespace, j.name))
+    ]
+
+
 def _queue(q: o.Queue, share: QueueShare | None, jobs: Counter[str]) -> JSON:
     share = share or QueueShare({}, {}, {})
     return {
@@ -127,6 +158,16 @@ def _queue(q: o.Queue, share: QueueShare | None, jobs: Counter[str]) -> JSON:
         "requested": format_resource_list(share.requested),
         "jobs": dict(sorted(jobs.items())),
     }
+
+
+@functools.lru_cache(maxsize=1024)
+def _formatted(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
+    return format_resource_list(dict(amounts))
+
+
+def _quantities(requests: Mapping[str, float]) -> dict[str, str]:
+    """A pod's requests as quantities; pods mostly ask for the same few things, so each is formatted once."""
+    return dict(_formatted(tuple(sorted((k, v) for k, v in requests.items() if v > 0))))
 
 
 def _pod_phase(p: o.Pod) -> str:

@@ -335,6 +335,19 @@ class FakeCluster:
                 )
             return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}
 
+    def job_table(self) -> JSON:
+        with self._changed:
+            items = []
+            for j in (self.jobs[k] for k in sorted(self.jobs)):
+                tasks = [{"name": t["name"], "replicas": t["replicas"]} for t in j.manifest["spec"]["tasks"]]
+                spec = {"queue": j.queue, "minAvailable": j.min_available, "tasks": tasks}
+                running = sum(p.phase == o.POD_RUNNING for p in j.pods.values())
+                status = {"state": {"phase": j.phase}, "running": running, "retryCount": j.retry_count}
+                status |= {"startTime": j.start, "completionTime": j.completion}
+                meta = {"name": j.name, "namespace": j.namespace, "creationTimestamp": j.created}
+                items.append({"kind": "Job", "metadata": meta, "spec": spec, "status": status})
+            return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}
+
     def timeline(
         self,
         namespace: str | None = None,

@@ -1,16 +1,16 @@
 // Jobs: the `caldera list` table, filtered by namespace, queue, phase and name, live. The rows come
-// from the watch of Job objects (every job as it is, then each change: no list is polled), and a
-// row is derived from a Job as `caldera list -w` derives it. Filters live in the page's URL.
+// from /api/v1/jobtable (every job, with the fields a row shows), then from the watch of Jobs from
+// its version (each change: no list is polled); a row is derived from a Job as `caldera list -w`
+// derives it, from the table's partial Jobs and the watch's full ones alike. Filters live in the URL.
 
-import { watch } from "./api.js";
-import { age, h, jobDuration, jobHref, main, phaseBadge, ready, replace } from "./dom.js";
+import { getJSON, watch } from "./api.js";
+import { age, h, jobDuration, jobHref, main, phaseBadge, ready, replace, showError } from "./dom.js";
 import { setLive } from "./live.js";
 
 const jobs = new Map(); // "ns/name" → Job object
 const rows = new Map(); // "ns/name" → <tr>
 const params = new URLSearchParams(location.search);
 const filters = { namespace: params.get("namespace") ?? "", queue: params.get("queue") ?? "", phase: params.get("phase") ?? "", name: params.get("name") ?? "" };
-let synced = false;
 let changed = new Set();
 let frame = null;
 
@@ -141,15 +141,25 @@ function updateCount() {
   count.textContent = shown === rows.size ? `${rows.size} jobs` : `${shown} of ${rows.size} jobs`;
 }
 
+const keyOf = (job) => `${job.metadata?.namespace ?? "default"}/${job.metadata?.name}`;
+
 function onEvents(events) {
   for (const ev of events) {
-    const meta = ev.object?.metadata ?? {};
-    const key = `${meta.namespace ?? "default"}/${meta.name}`;
+    const key = keyOf(ev.object ?? {});
     if (ev.type === "DELETED") jobs.delete(key);
     else jobs.set(key, ev.object);
-    if (synced) changed.add(key);
+    changed.add(key);
   }
-  if (synced && frame === null) frame = requestAnimationFrame(applyChanges);
+  if (frame === null) frame = requestAnimationFrame(applyChanges);
+}
+
+// Every job as the table view has it now; its version is where the watch goes on from.
+async function list() {
+  const table = await getJSON("/api/v1/jobtable");
+  jobs.clear();
+  for (const job of table.items) jobs.set(keyOf(job), job);
+  renderAll();
+  return table.resourceVersion;
 }
 
 // Ages and durations move with the clock alone.
@@ -175,20 +185,8 @@ replace(
       tbody)),
 );
 
-watch({
-  kinds: ["Job"],
-  onEvents,
-  onSynced: () => {
-    if (!synced) {
-      synced = true;
-      renderAll();
-      ready();
-    }
-  },
-  onExpired: () => {
-    // Listed again from scratch: every job comes as ADDED, then the bookmark re-renders all.
-    jobs.clear();
-    synced = false;
-  },
-  onState: setLive,
-});
+(async () => {
+  const version = await list().catch((e) => showError(e)); // without it, the watch lists every job itself
+  ready();
+  watch({ kinds: ["Job"], resourceVersion: version, onEvents, onExpired: list, onState: setLive });
+})();

@@ -3,7 +3,7 @@
 // (changes in between are gathered into the next load). Only the watch stream is open while
 // nothing changes: no polling.
 
-import { watch } from "./api.js";
+import { currentVersion, watch } from "./api.js";
 import { ready, showError } from "./dom.js";
 
 export function setLive(connected) {
@@ -53,12 +53,13 @@ export function follow({ load, kinds, namespace, relevant = () => true, every = 
   }
 
   (async () => {
-    const version = await reload();
+    // The view's version; if it could not be loaded, the cluster's (the next change loads it again).
+    const version = (await reload()) ?? (await currentVersion().catch(() => null));
     ready();
     stopWatch = watch({
       kinds,
       namespace,
-      resourceVersion: version ?? 0,
+      resourceVersion: version ?? undefined,
       onEvents: (events) => {
         if (events.some(relevant)) schedule();
       },

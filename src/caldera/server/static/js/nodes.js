@@ -6,6 +6,9 @@ import { getJSON } from "./api.js";
 import { GPU, RESOURCE_NAMES, amount, bar, colour, h, jobHref, main, phaseBadge, quantity, replace } from "./dom.js";
 import { follow } from "./live.js";
 
+const FOLD = 12; // more pods than this on a node: their list is folded
+const unfolded = new Set(); // nodes whose folded list the user opened: kept open across reloads
+
 async function load() {
   const view = await getJSON("/api/v1/allocations");
   render(view.items);
@@ -33,15 +36,29 @@ function card(node) {
           h("span", { class: "muted" }, `${amount(r, used)} / ${amount(r, cap)}`)),
         bar(cap, [{ value: used, title: `${amount(r, used)} of ${amount(r, cap)} allocated` }]));
     }),
-    node.pods.length ? h("div", { class: "pods-list" }, h("table", {},
-      h("thead", {}, h("tr", {}, ["Pod", "Phase", "Requests", "GPUs"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, node.pods.map((p) => h("tr", { dataset: { pod: p.name } },
-        h("td", {}, h("span", { class: "swatch", style: { background: colour(`${p.namespace}/${p.job}`) } }),
-          p.job ? h("a", { href: jobHref(p.namespace, p.job) }, p.name) : p.name),
-        h("td", {}, phaseBadge(p.phase)),
-        h("td", { class: "mono" }, Object.entries(p.requests).filter(([r]) => r !== GPU).map(([r, q]) => `${r} ${q}`).join(", ")),
-        h("td", { class: "mono" }, p.gpus.length ? p.gpus.join(",") : p.requests[GPU] ?? "-"))))))
-      : h("p", { class: "muted" }, "no pods"));
+    podList(node.name, node.pods));
+}
+
+// A node's pods; with many, folded and drawn only when opened (a hundred nodes of a hundred pods stay light).
+function podList(name, pods) {
+  if (!pods.length) return h("p", { class: "muted" }, "no pods");
+  const table = () => h("div", { class: "pods-list" }, h("table", {},
+    h("thead", {}, h("tr", {}, ["Pod", "Phase", "Requests", "GPUs"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, pods.map((p) => h("tr", { dataset: { pod: p.name } },
+      h("td", {}, h("span", { class: "swatch", style: { background: colour(`${p.namespace}/${p.job}`) } }),
+        p.job ? h("a", { href: jobHref(p.namespace, p.job) }, p.name) : p.name),
+      h("td", {}, phaseBadge(p.phase)),
+      h("td", { class: "mono" }, Object.entries(p.requests).filter(([r]) => r !== GPU).map(([r, q]) => `${r} ${q}`).join(", ")),
+      h("td", { class: "mono" }, p.gpus.length ? p.gpus.join(",") : p.requests[GPU] ?? "-"))))));
+  if (pods.length <= FOLD) return table();
+  const details = h("details", { class: "pods-fold", open: unfolded.has(name) }, h("summary", {}, `${pods.length} pods`));
+  if (details.open) details.append(table());
+  details.addEventListener("toggle", () => {
+    if (details.open) unfolded.add(name);
+    else unfolded.delete(name);
+    if (details.open && details.children.length === 1) details.append(table());
+  });
+  return details;
 }
 
 function gpus(node) {

@@ -69,4 +69,4 @@ function slide() {
 // The present moves: slide the window every second (drawing only, nothing fetched).
 setInterval(() => document.visibilityState === "visible" && slide(), 1000);
 
-const live = follow({ load, kinds: ["Pod"], every: 2000 });
+const live = follow({ load, kinds: ["Pod"], every: 3000 });
