@@ -137,6 +137,7 @@ def api_times(url: str, job: str, repeat: int) -> dict[str, tuple[float, int]]:
     """Median ms and bytes of each view the pages read."""
     calls: dict[str, Callable[[Client], object]] = {
         "GET /api/v1/overview": lambda c: c.overview(),
+        "GET /api/v1/jobtable": lambda c: c.job_table(),
         "GET /api/v1/allocations": lambda c: c.allocations(),
         "GET /api/v1/timeline?since=-24h": lambda c: c.timeline(since=time.time() - 86400),
         f"GET .../jobs/{job}/describe": lambda c: c.describe_job("default", job),

@@ -115,10 +115,7 @@ class CookieToBearer:
         if scope["type"] == "http":
             headers = Headers(scope=scope)
             if "authorization" not in headers and self.from_dashboard(headers, scope):
-                scope = {
-                    **scope,
-                    "headers": [*_without(scope["headers"], b"authorization"), (b"authorization", self._authorization)],
-                }
+                scope = {**scope, "headers": [*scope["headers"], (b"authorization", self._authorization)]}
         await self.app(scope, receive, send)
 
     def from_dashboard(self, headers: Headers, scope: Scope) -> bool:
@@ -129,10 +126,6 @@ class CookieToBearer:
             and self._sessions.csrf_matches(session, headers.get(CSRF_HEADER))
             and same_origin(headers, scope)
         )
-
-
-def _without(headers: list[tuple[bytes, bytes]], name: bytes) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in headers if k.lower() != name]
 
 
 def form_fields(body: bytes) -> Mapping[str, str]:
