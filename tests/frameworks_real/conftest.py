@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from e2e.conftest import Caldera, bring_down
 
 from .venvs import FRAMEWORKS
@@ -32,7 +33,9 @@ def framework_python(key: str) -> str:
     reason = framework.no_wheel()
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     if reason is not None:
-        pytest.skip(f"{framework.requirement} has no wheel for Python {version} here: {reason.strip().splitlines()[-1]}")
+        pytest.skip(
+            f"{framework.requirement} has no wheel for Python {version} here: {reason.strip().splitlines()[-1]}"
+        )
     pytest.fail(f"{framework.requirement} is not installed in {framework.directory}: run `make frameworks`")
 
 

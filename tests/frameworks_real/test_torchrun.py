@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 import pytest
+
 from e2e.conftest import Caldera
 
 from .conftest import SCRIPTS, finish, pod_logs

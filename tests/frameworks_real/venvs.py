@@ -123,7 +123,8 @@ def ensure(framework: Framework) -> str:
         subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
         pip = [str(framework.python), "-m", "pip", "install", "--disable-pip-version-check"]
         wheel_only = f"--only-binary={framework.distribution}"  # pins may be sdists (etcd3 is one)
-        done = subprocess.run([*pip, wheel_only, framework.requirement, *framework.pins], capture_output=True, text=True)
+        command = [*pip, wheel_only, framework.requirement, *framework.pins]
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
         if done.returncode != 0:
             said = done.stdout + done.stderr
             no_match = f"{_NO_MATCH} {framework.requirement}" in said

@@ -19,7 +19,6 @@ SHOWN = (
 )  # fmt: skip
 
 
-
 def train() -> list[float]:
     torch.manual_seed(0)  # the same initial weights everywhere; DDP broadcasts rank 0's anyway
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
