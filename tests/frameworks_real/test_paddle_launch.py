@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from caldera.launcher import etcd
 from e2e.conftest import Caldera
 
 from .conftest import SCRIPTS, finish, framework_python, pod_logs
@@ -29,10 +30,12 @@ LOG_DIR = "paddle-log"  # the launcher's --log_dir, in the pod's directory
 GLOO = [{"name": "PADDLE_DISTRI_BACKEND", "value": "gloo"}]  # until caldera sets it (issue 13 item 12)
 
 
-def volcano_job(name: str, command: list[str], *, replicas: int, plugins: dict[str, list[str]], **spec: Any) -> str:
-    task = {
+def volcano_job(name: str, command: list[str], *, replicas: int, plugins: dict[str, list[str]], least: int = 0) -> str:
+    """A Volcano Job of `replicas` trainer pods; elastic when `least` of them are enough (the task's minAvailable)."""
+    task: dict[str, Any] = {
         "name": "trainer",
         "replicas": replicas,
+        **({"minAvailable": least} if least else {}),
         "template": {
             "spec": {
                 "restartPolicy": "Never",
@@ -46,7 +49,7 @@ def volcano_job(name: str, command: list[str], *, replicas: int, plugins: dict[s
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": {"name": name},
-        "spec": {"minAvailable": replicas, "plugins": plugins, "tasks": [task], **spec},
+        "spec": {"minAvailable": least or replicas, "plugins": plugins, "tasks": [task]},
     }
     return json.dumps(job)
 
@@ -81,3 +84,38 @@ def test_the_collective_launcher_meets_at_calderas_paddle_master(cluster: Calder
         assert "args nnodes will be overridden by env: PADDLE_NNODES value: 2" in log, log
         assert "args job_id will be overridden by env: PADDLE_JOB_ID value: collective" in log, log
         assert "LAUNCH INFO" in log and " nnodes: 2\n" in log, log
+
+
+def test_the_elastic_launcher_meets_in_calderas_etcd(cluster: Caldera) -> None:
+    python = framework_python("paddle")
+    # The launcher's elastic mode, from the variables caldera gives an elastic pod: its etcd
+    # (--master etcd://), the job's MIN:MAX (--nnodes 2:3) and its rendezvous id.
+    launch = (
+        f"exec {python} -m paddle.distributed.launch --master etcd://$PADDLE_ELASTIC_SERVER"
+        f" --nnodes $PADDLE_ELASTIC_NP --job_id $PADDLE_ELASTIC_JOB_ID --log_dir {LOG_DIR} {SCRIPTS / 'paddle_dp.py'}"
+    )
+    plugins = {"paddle": [], "svc": [], "env": []}  # the paddle plugin leaves an elastic task's group to etcd
+    cluster.apply(volcano_job("elastic", ["sh", "-c", launch], replicas=3, plugins=plugins, least=2))
+    finish(cluster, "elastic", timeout=300)
+    job = cluster.json("get", "elastic")
+    assert job["retryCount"] == 0, pod_logs(cluster, "elastic")
+    pods = [p["name"] for p in job["pods"]]
+    assert len(pods) == 3 and all(p["phase"] == "Succeeded" for p in job["pods"]), job
+
+    found = workers(cluster, pods)
+    (world,) = {w["world"] for w in found}
+    assert world == 3, found  # all three pods joined: the launcher starts as soon as the maximum is there
+    assert sorted(w["rank"] for w in found) == [0, 1, 2]
+    assert len({json.dumps(w["params"]) for w in found}) == 1, found
+    (server,) = {w["PADDLE_ELASTIC_SERVER"] for w in found}
+    (job_id,) = {w["PADDLE_ELASTIC_JOB_ID"] for w in found}
+    assert {w["PADDLE_ELASTIC_NP"] for w in found} == {"2:3"}
+    assert {w["PADDLE_NNODES"] for w in found} == {"3"}  # what the launcher gave its processes, not a pin of ours
+    # The launchers synced their peers in caldera's etcd: one record per pod under the job's id.
+    store = etcd.connect(server)
+    try:
+        infos = store.get_prefix(f"/{job_id}/info/")
+    finally:
+        store.close()
+    assert len(infos) == 3, infos
+    assert {json.loads(kv.value)["candidate"].split(":")[0] for kv in infos} == {"127.0.0.1"}

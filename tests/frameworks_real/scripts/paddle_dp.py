@@ -3,8 +3,7 @@
 Run by `python -m paddle.distributed.launch`, which gives the process its rank, world and
 master (PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_MASTER) and, without GPUs, the gloo
 backend (PADDLE_DISTRI_BACKEND). Each rank trains on its own batches: equal parameters on
-every rank mean the gradients were all-reduced. With `--checkpoint DIR`, rank 0 saves the
-parameters there at the end (what an elastic restart would resume from).
+every rank mean the gradients were all-reduced.
 """
 
 import json
@@ -17,7 +16,7 @@ import paddle.distributed as dist
 
 SHOWN = (
     "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_DISTRI_BACKEND",
-    "PADDLE_JOB_ID", "PADDLE_ELASTIC_JOB_ID", "PADDLE_ELASTIC_NP", "POD_IP", "CALDERA_POD",
+    "PADDLE_JOB_ID", "PADDLE_ELASTIC_SERVER", "PADDLE_ELASTIC_JOB_ID", "PADDLE_ELASTIC_NP", "POD_IP", "CALDERA_POD",
 )  # fmt: skip
 
 dist.init_parallel_env()
