@@ -6,28 +6,29 @@ port Kubeflow's PaddleJob uses; the legacy paddle-operator drew a random one). T
 is in parameter-server mode when it has the pserver task, otherwise collective.
 
 Every pod of both tasks gets `POD_IP` (its host), `PADDLE_PORT` (its own mapped
-port), `PADDLE_TRAINERS_NUM`, `PADDLE_TRAINER_ID` (its index within its task, pservers
-included), and `TRAINING_ROLE` = `PADDLE_TRAINING_ROLE` (`PSERVER` or `TRAINER`). Then:
-- parameter-server mode: `PADDLE_PSERVERS_IP_PORT_LIST` and `PADDLE_TRAINER_ENDPOINTS`
-  (`host:port` of each pserver, of each trainer), what `role_maker._ps_env` requires; a
-  pserver's `POD_IP:PADDLE_PORT` is its entry in that list, which is how Paddle finds a
-  server's id;
-- collective mode, for a training process run directly (`role_maker._collective_env`,
-  `paddle.distributed.init_parallel_env`): `PADDLE_CURRENT_ENDPOINT` (its own endpoint),
-  `PADDLE_RANK_IN_NODE=0` (one trainer process per pod), and `PADDLE_TRAINER_ENDPOINTS`
-  only when every trainer has a host of its own (see below); for `paddle.distributed.launch`
-  run in each pod: `PADDLE_MASTER` (trainer 0's endpoint, the launcher's rendezvous, also
-  the process group's store for a direct run), `PADDLE_NNODES` and `PADDLE_JOB_ID` (the
-  job's name). Not for an elastic task: its pods meet in etcd (`PADDLE_ELASTIC_*`), and
-  these would override the launcher's `--master etcd://...`, `--nnodes MIN:MAX` and
-  `--job_id` flags (Paddle's launcher lets the environment win), pinning it to a fixed group.
-Paddle's launcher counts the nodes of PADDLE_TRAINER_ENDPOINTS as its distinct hosts and
-takes the first endpoint as its master (`launch/plugins/__init__.py`,
-`collective_compatible`). Where trainers share a host (the embedded cluster: all are
-127.0.0.1), that list would tell every pod's launcher that it is the only node, and each
-would train alone; so it is left out there, and a direct run finds its group through
-PADDLE_MASTER. `PADDLE_LOCAL_DEVICE_IDS`/`PADDLE_WORLD_DEVICE_IDS` are optional in Paddle
-and left to the GPUs the executor hands out. Other tasks of the job get nothing.
+port), `PADDLE_TRAINER_ENDPOINTS` (`host:port` of each trainer; but see below), `PADDLE_TRAINERS_NUM`,
+`PADDLE_TRAINER_ID` (its index within its task, pservers included), and
+`TRAINING_ROLE` = `PADDLE_TRAINING_ROLE` (`PSERVER` or `TRAINER`). Then:
+- parameter-server mode: `PADDLE_PSERVERS_IP_PORT_LIST` (`host:port` of each pserver),
+  what `role_maker._ps_env` requires; a pserver's `POD_IP:PADDLE_PORT` is its entry in
+  that list, which is how Paddle finds a server's id;
+- collective mode: `PADDLE_CURRENT_ENDPOINT` (its own entry of the trainer list) and
+  `PADDLE_RANK_IN_NODE=0` (one trainer process per pod), read by
+  `role_maker._collective_env`; and for `paddle.distributed.launch`, `PADDLE_MASTER`
+  (trainer 0's endpoint), `PADDLE_NNODES` and `PADDLE_JOB_ID` (the job's name).
+`PADDLE_LOCAL_DEVICE_IDS`/`PADDLE_WORLD_DEVICE_IDS` are optional in Paddle and left to
+the GPUs the executor hands out. Other tasks of the job get nothing.
+
+Two exceptions in collective mode, both about Paddle's launcher:
+- trainers that share a host (the embedded cluster: all are 127.0.0.1) get no
+  `PADDLE_TRAINER_ENDPOINTS`: the launcher takes its node count from that list's distinct
+  hosts and its master from its first entry (`launch/plugins/__init__.py`,
+  `collective_compatible`), so each pod's launcher would believe it is the only node and
+  train alone. A process run without the launcher finds its group through `PADDLE_MASTER`
+  (`paddle.distributed.init_parallel_env`);
+- an elastic task's pods get no `PADDLE_MASTER`, `PADDLE_NNODES`, `PADDLE_JOB_ID`: they meet
+  in etcd (`PADDLE_ELASTIC_*`), and the launcher would let these override its
+  `--master etcd://...`, `--nnodes MIN:MAX` and `--job_id` flags (its environment wins).
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ def render(pod: PodRef, args: Sequence[str]) -> PodPatch:
         return PodPatch()
     port = port_flag("paddle", args, DEFAULT_PORT)
     trainers = [pod.endpoint(m, port) for m in pod.members(trainer)]
+    own_port = str(pod.addresses.port(pod.name, port))
     role = PSERVER if pserver is not None and pod.task.name == pserver.name else TRAINER
     env = {
         "POD_IP": pod.host(pod.name),
-        "PADDLE_PORT": str(pod.addresses.port(pod.name, port)),
+        "PADDLE_PORT": own_port,
+        "PADDLE_TRAINER_ENDPOINTS": ",".join(trainers),
         "PADDLE_TRAINERS_NUM": str(trainer.replicas),
         "PADDLE_TRAINER_ID": str(pod.index),
         "TRAINING_ROLE": role,
@@ -75,15 +78,20 @@ def render(pod: PodRef, args: Sequence[str]) -> PodPatch:
     }
     if pserver is not None:
         env["PADDLE_PSERVERS_IP_PORT_LIST"] = ",".join(pod.endpoint(m, port) for m in pod.members(pserver))
-        env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(trainers)
-        return PodPatch(env=env)
-    env["PADDLE_CURRENT_ENDPOINT"] = pod.endpoint(pod.name, port)
-    env["PADDLE_RANK_IN_NODE"] = "0"
-    hosts = [pod.host(m) for m in pod.members(trainer)]
-    if len(set(hosts)) == len(hosts):  # one node per trainer, as Paddle's launcher reads the list
-        env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(trainers)
-    if elastic_range(pod.job, trainer.name) is None:
+    else:
         env.update(
-            {"PADDLE_MASTER": trainers[0], "PADDLE_NNODES": str(trainer.replicas), "PADDLE_JOB_ID": pod.job.name}
+            {
+                "PADDLE_CURRENT_ENDPOINT": pod.endpoint(pod.name, port),
+                "PADDLE_RANK_IN_NODE": "0",
+                "PADDLE_MASTER": trainers[0],
+                "PADDLE_NNODES": str(trainer.replicas),
+                "PADDLE_JOB_ID": pod.job.name,
+            }
         )
+        hosts = [pod.host(m) for m in pod.members(trainer)]
+        if len(set(hosts)) < len(hosts):  # trainers share a host: the launcher would see one node
+            del env["PADDLE_TRAINER_ENDPOINTS"]
+        if elastic_range(pod.job, trainer.name) is not None:  # its group is etcd's
+            for name in ("PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID"):
+                del env[name]
     return PodPatch(env=env)
