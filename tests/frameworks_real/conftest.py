@@ -33,8 +33,10 @@ def framework_python(key: str) -> str:
     reason = framework.no_wheel()
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     if reason is not None:
+        said = reason.strip().splitlines()[-1]
         pytest.skip(
-            f"{framework.requirement} has no wheel for Python {version} here: {reason.strip().splitlines()[-1]}"
+            f"{framework.requirement} has no wheel for Python {version} here ({said}); "
+            f"delete {framework.directory} to ask pip again"
         )
     pytest.fail(f"{framework.requirement} is not installed in {framework.directory}: run `make frameworks`")
 
