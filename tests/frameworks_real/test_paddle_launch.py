@@ -59,8 +59,9 @@ def workers(cal: Caldera, pods: list[str]) -> list[dict[str, Any]]:
     found = []
     for pod in pods:
         log = (cal.pod_dir(pod) / LOG_DIR / "workerlog.0").read_text(errors="replace")
-        (line,) = [x for x in log.splitlines() if x.startswith("worker {")]
-        found.append(json.loads(line.removeprefix("worker ")))
+        lines = [x for x in log.splitlines() if x.startswith("worker {")]
+        assert lines, f"{pod} trained nothing:\n{log}"
+        found.append(json.loads(lines[-1].removeprefix("worker ")))  # its last round, had the launcher restarted it
     return found
 
 
@@ -92,7 +93,10 @@ def test_the_elastic_launcher_meets_in_calderas_etcd(cluster: Caldera) -> None:
     # (--master etcd://), the job's MIN:MAX (--nnodes 2:3) and its rendezvous id.
     launch = (
         f"exec {python} -m paddle.distributed.launch --master etcd://$PADDLE_ELASTIC_SERVER"
-        f" --nnodes $PADDLE_ELASTIC_NP --job_id $PADDLE_ELASTIC_JOB_ID --log_dir {LOG_DIR} {SCRIPTS / 'paddle_dp.py'}"
+        f" --nnodes $PADDLE_ELASTIC_NP --job_id $PADDLE_ELASTIC_JOB_ID --log_dir {LOG_DIR}"
+        # It starts as soon as the maximum (3) is there; below it, it waits this long for more
+        # (default 30 s), which a third pod slowed down by a loaded machine must not miss.
+        f" --elastic_timeout 120 {SCRIPTS / 'paddle_dp.py'}"
     )
     plugins = {"paddle": [], "svc": [], "env": []}  # the paddle plugin leaves an elastic task's group to etcd
     cluster.apply(volcano_job("elastic", ["sh", "-c", launch], replicas=3, plugins=plugins, least=2))
