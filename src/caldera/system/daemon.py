@@ -35,6 +35,7 @@ from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
 from caldera.system.admission import check_commands, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.backoff import RestartBackoff
 from caldera.system.control import ControlPlane
 from caldera.system.elastic import ElasticService
 from caldera.system.jobextras import JobExtras, StillDeleting
@@ -78,7 +79,7 @@ class EmbeddedCluster:
         )
         self.runtime = LocalRuntime(home, self.executor, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
-        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock)
+        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock, RestartBackoff())  # as the kubelet
         self.plane.add_nodes(node_list)
         self.feed = ChangeFeed(self.store)
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
