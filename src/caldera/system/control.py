@@ -85,6 +85,8 @@ class ControlPlane:
         self._released: dict[str, str] = {}
         self._uid = 0
         self.on_event: Callable[[o.Event], None] | None = None
+        # (pod, exit code or None if it never ran, whether the plane asked for it): a pod was removed
+        self.on_pod_gone: Callable[[o.Pod, int | None, bool], None] | None = None
 
     # ------------------------------------------------------------ inputs
 
@@ -218,16 +220,24 @@ class ControlPlane:
         self.executor.start(pod, self.nodes[pod.node_name])
         self._pod_changed(pod, o.POD_RUNNING)
 
-    def pod_stopped(self, key: str) -> None:
-        """A pod asked to stop (or lost with its node) is gone: remove it."""
+    def pod_stopped(self, key: str, exit_code: int | None = None) -> None:
+        """A pod asked to stop (or lost with its node) is gone: remove it.
+
+        `exit_code` is how its process ended, when the executor knows; else a run cut short
+        ends as a SIGTERM'd process does (143)."""
         pod = self.pods.get(key)
         if pod is None:
             return
         asked = key in self._stopping
         self._stopping.discard(key)
+        code: int | None = None  # None: it never ran
+        if pod.finished or key in self.backoff.waiting:
+            code = pod.status.exit_code
+        elif pod.node_name:
+            code = 143 if exit_code is None else exit_code
         self.backoff.forget(key)
-        # A run cut short ends as a SIGTERM'd process does: Failed, 143.
-        self.history.end(key, o.POD_FAILED, 143, self.clock.now())
+        if code is not None:
+            self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
         self.job_pods.get(job_key, {}).pop(pod.name, None)
@@ -235,6 +245,8 @@ class ControlPlane:
         self._dirty = True
         self._release_podgroup(job_key)
         self.record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
+        if self.on_pod_gone is not None:
+            self.on_pod_gone(pod, code, asked)
         job = self.jobs.get(job_key)
         if job is None:  # deleted with its job
             return
