@@ -36,7 +36,7 @@ from caldera.core.manifest import parse_object, parse_priority_class, parse_queu
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, persist
-from caldera.system.admission import check_commands, check_plugins
+from caldera.system.admission import check_commands, check_data, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.control import ControlPlane
@@ -206,6 +206,7 @@ class EmbeddedCluster:
             if submit_dir:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
             check_commands(obj, submit_dir)
+            check_data(obj)
             check_plugins(obj)
             if why := self.elastic.check(obj):
                 raise ValidationError([FieldError("spec.tasks", why)], f"job {obj.name}")
