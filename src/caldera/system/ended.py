@@ -9,7 +9,8 @@ its end (phase by exit code, the exit code, when, and why: Stopped or Evicted).
 Invariants: a record belongs to one incarnation of its job (its uid), so a job created again
 under the same name shows none of its predecessor's; a live pod of the same name hides the
 record (`caldera get` lists each pod once); only pods that ran are kept (a pod that never
-started has no log and no end).
+started has no log and no end), and only those the job still has (an elastic task scaled in
+has fewer: its highest indices are gone).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ class EndedPods:
         self._pods[ended.pod.key] = ended
 
     def of_job(self, job: o.Job, live: Iterable[str]) -> list[o.Pod]:
-        """The ended pods of this incarnation of `job` that no live pod (by name) replaced."""
+        """The ended pods of this incarnation of `job` that it still has and no live pod (by name) replaced."""
         hidden = set(live)
+        replicas = {t.name: t.replicas for t in job.spec.tasks}
         return [
             e.pod
             for e in self._pods.values()
@@ -62,6 +64,7 @@ class EndedPods:
             and e.pod.namespace == job.namespace
             and e.job_uid == job.metadata.uid
             and e.pod.name not in hidden
+            and e.pod.index < replicas.get(e.pod.task, 0)
         ]
 
     def records(self) -> list[EndedPod]:
