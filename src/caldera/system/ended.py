@@ -71,8 +71,9 @@ class EndedPods:
         return list(self._pods.values())
 
     def forget_gone_jobs(self, jobs: dict[str, o.Job]) -> None:
-        """Drop the records of jobs deleted (or created again: another uid) since."""
+        """Drop the records of jobs deleted (or created again: another uid) since, and of pods scaled in."""
         for key, e in list(self._pods.items()):
             job = jobs.get(e.pod.job_key)
-            if job is None or job.metadata.uid != e.job_uid:
+            task = job.spec.task(e.pod.task) if job is not None else None
+            if job is None or job.metadata.uid != e.job_uid or task is None or e.pod.index >= task.replicas:
                 del self._pods[key]
