@@ -172,7 +172,7 @@ def attempt_spans(log: Path) -> list[tuple[int, int]]:
                 offset += len(line)
     except FileNotFoundError:
         return []
-    return list(zip(starts, [*starts[1:], offset], strict=True))
+    return list(zip(starts, [*starts[1:], offset], strict=True)) if starts else []
 
 
 def retire(where: Path) -> None:
