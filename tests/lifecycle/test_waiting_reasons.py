@@ -152,3 +152,16 @@ def test_a_crash_loop_is_why_a_running_job_is_held_up() -> None:
         "message": "pod loop-worker-0: back-off 10s restarting failed container (exit code 1)",
         "never": False,
     }
+
+
+def test_an_elastic_gang_needs_only_its_minimum() -> None:
+    """minAvailable 2 of 8: per-task minimums do not bind; the job never fits only if 2 pods cannot."""
+    plane, _ = plane_with()
+    submit(plane, "el", [task(replicas=8)], minAvailable=2)  # 8 GPUs asked, 6 here: 2 is enough
+    assert why(plane, "el") is None
+    submit(plane, "nowhere", [with_selector(task(replicas=4), disk="ssd")], minAvailable=2)
+    w = why(plane, "nowhere")
+    assert w is not None and w["message"] == (
+        "the job needs 2 pods; empty, the nodes would hold 0 of them; "
+        "task worker fits no node: 3 node(s): labels do not match disk=ssd"
+    )

@@ -82,30 +82,34 @@ def explain(state: ClusterState, job: o.Job, podgroup: o.PodGroup) -> Explanatio
     per_task = bool(podgroup.min_task_member) and podgroup.min_member >= sum(podgroup.min_task_member.values())
     needs = {t.name: (podgroup.min_task_member.get(t.name, t.replicas) if per_task else None) for t in tasks}
     classes = _classes(state, tasks, needs)
+    if not classes:
+        return Explanation(("the cluster has no nodes",), (), _queue(state, job, podgroup, state.vector({})[0]), ())
     never: list[str] = []
     now: list[str] = []
+    unfit: list[str] = []  # tasks no node takes, when only the job's total minimum binds
+    empty = {
+        t.name: sum(f.per_node * len(c.nodes) for c in classes for f in c.tasks if f.task == t.name) for t in tasks
+    }
+    idle = {t.name: sum(f.now for c in classes for f in c.tasks if f.task == t.name) for t in tasks}
     for t in tasks:
         need = needs[t.name]
-        empty = sum(f.per_node * len(c.nodes) for c in classes for f in c.tasks if f.task == t.name)
-        idle = sum(f.now for c in classes for f in c.tasks if f.task == t.name)
         if need == 0:
             continue
-        if empty == 0:
-            never.append(f"task {t.name} fits no node: {_why_not(classes, t.name)}")
-        elif need is not None and empty < need:
-            never.append(f"task {t.name} needs {need} pods; empty, the nodes would hold {empty} of them")
-        elif need is not None and idle < need:
-            now.append(f"task {t.name}: {idle} of the {need} pods it needs fit now ({_why_not(classes, t.name)})")
+        if empty[t.name] == 0:
+            why = f"task {t.name} fits no node: {_why_not(classes, t.name)}"
+            (never if need is not None else unfit).append(why)
+        elif need is not None and empty[t.name] < need:
+            never.append(f"task {t.name} needs {need} pods; empty, the nodes would hold {empty[t.name]} of them")
+        elif need is not None and idle[t.name] < need:
+            now.append(
+                f"task {t.name}: {idle[t.name]} of the {need} pods it needs fit now ({_why_not(classes, t.name)})"
+            )
     if not per_task:
-        empty_total = sum(
-            min(t.replicas, sum(f.per_node * len(c.nodes) for c in classes for f in c.tasks if f.task == t.name))
-            for t in tasks
-        )
-        idle_total = sum(
-            min(t.replicas, sum(f.now for c in classes for f in c.tasks if f.task == t.name)) for t in tasks
-        )
+        empty_total = sum(min(t.replicas, empty[t.name]) for t in tasks)
+        idle_total = sum(min(t.replicas, idle[t.name]) for t in tasks)
         if empty_total < podgroup.min_member:
-            never.append(f"the job needs {podgroup.min_member} pods; empty, the nodes would hold {empty_total} of them")
+            held = f"the job needs {podgroup.min_member} pods; empty, the nodes would hold {empty_total} of them"
+            never.append("; ".join([held, *unfit]))
         elif idle_total < podgroup.min_member:
             now.append(f"{idle_total} of the {podgroup.min_member} pods the job needs fit now")
     total = state.total
