@@ -30,7 +30,7 @@ def waiting(plane: ControlPlane, job: o.Job) -> JSON | None:
         if pod.status.reason == CRASH_LOOP:
             return {"reason": CRASH_LOOP, "message": f"pod {pod.name}: {pod.status.message}", "never": False}
     pg = plane.podgroups.get(job.key)
-    if job.status.phase not in WAITING_PHASES or pg is None or pg.phase not in (o.PG_PENDING, o.PG_INQUEUE):
+    if pg is None or not _held(job, pg):
         return None
     found = explain(plane.state, job, pg)
     if found.never:
@@ -60,7 +60,14 @@ def explanation_json(plane: ControlPlane, job: o.Job) -> JSON:
         return out
     found = explain(plane.state, job, pg)
     out.update(_explanation(found))
+    if not _held(job, pg):
+        out["now"] = []  # its own pods hold what it needs: nothing stands in its way
     return out
+
+
+def _held(job: o.Job, pg: o.PodGroup) -> bool:
+    """Whether the job is waiting for its gang to be placed."""
+    return job.status.phase in WAITING_PHASES and pg.phase in (o.PG_PENDING, o.PG_INQUEUE)
 
 
 def _explanation(e: Explanation) -> JSON:
