@@ -13,6 +13,7 @@ from caldera.core.addresses import Addresses, DnsAddresses
 from caldera.core.elastic import max_key
 from caldera.core.manifest import load_objects
 from caldera.core.objects import Job
+from caldera.core.podspec import EnvVar
 
 from .builders import PortPool, make_job, make_task, render_all, render_pod
 
@@ -129,6 +130,24 @@ def test_exact_collective_variables_on_kubernetes() -> None:
         "PADDLE_JOB_ID": "resnet",
         "PYTHONUNBUFFERED": "1",
     }
+
+
+def test_collective_pods_without_gpus_use_gloo_as_paddles_launcher_sets_it() -> None:
+    """`paddle.distributed.launch` sets PADDLE_DISTRI_BACKEND=gloo when it selects no device; with a GPU it does not."""
+    cpu_job = make_job(name="cpu", tasks=[make_task(name="trainer", replicas=2)], plugins={"paddle": []})
+    for i in range(2):
+        assert render_pod(cpu_job, "trainer", i, DnsAddresses("cpu")).env["PADDLE_DISTRI_BACKEND"] == "gloo"
+    assert "PADDLE_DISTRI_BACKEND" not in render_pod(collective_job(), "trainer", 0, DnsAddresses("resnet")).env
+    ps = render_all(ctr_job(), DnsAddresses("ctr"))
+    assert all("PADDLE_DISTRI_BACKEND" not in patch.env for patch in ps.values())  # parameter-server mode: not set
+
+
+def test_a_container_that_chooses_its_backend_keeps_it() -> None:
+    task = make_task(name="trainer", replicas=2)
+    container = replace(task.template.spec.containers[0], env=(EnvVar(name="PADDLE_DISTRI_BACKEND", value="xccl"),))
+    task = replace(task, template=replace(task.template, spec=replace(task.template.spec, containers=(container,))))
+    job = make_job(name="own", tasks=[task], plugins={"paddle": []})
+    assert "PADDLE_DISTRI_BACKEND" not in render_pod(job, "trainer", 0, DnsAddresses("own")).env
 
 
 def test_collective_on_the_embedded_cluster() -> None:

@@ -1,19 +1,18 @@
 """Paddle's own launcher, unchanged, inside caldera's jobs: `python -m paddle.distributed.launch`.
 
 - Collective: a Volcano Job of 2 trainer pods with the paddle plugin, each running the
-  launcher with no flag; it reads caldera's PADDLE_MASTER (its rendezvous, trainer 0's
+  launcher with no rendezvous flag; it reads caldera's PADDLE_MASTER (its rendezvous, trainer 0's
   endpoint), PADDLE_NNODES and PADDLE_JOB_ID, and starts one training process per pod.
 - Elastic (seed 001): an elastic Volcano Job (minAvailable 2 of 3 trainers: np 2:3) whose pods
   run the launcher against the etcd the daemon runs, from the variables caldera gives an
   elastic pod (PADDLE_ELASTIC_SERVER, PADDLE_ELASTIC_JOB_ID, PADDLE_ELASTIC_NP).
 
-Paddle 3.3.1. The pod's container sets PADDLE_DISTRI_BACKEND=gloo itself, for now: caldera gives a
-pod without GPUs CUDA_VISIBLE_DEVICES="" (no GPU visible), which Paddle's launcher reads as GPU
-mode (`launch/context/device.py`: the variable is present), so it does not choose gloo for the
-training processes as it does on CPU; caldera setting it for pods without GPUs is issue 13 item
-12 (another change). The pods have no workingDir: each runs in its own directory (pods sharing one
-would write over each other's launcher logs). That directory holds caldera's own `log` file,
-so the launcher's default `--log_dir log` cannot be made there: the command names another.
+Paddle 3.3.1, on gloo: caldera gives a pod without GPUs PADDLE_DISTRI_BACKEND=gloo, as the
+launcher would on CPU (it does not here: to it caldera's CUDA_VISIBLE_DEVICES="", no GPU
+visible, means GPU mode, `launch/context/device.py`). The pods have no workingDir: each runs
+in its own directory (pods sharing one would write over each other's launcher logs). That
+directory holds caldera's own `log` file, so the launcher's default `--log_dir log` cannot be
+made there: the command names another.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from e2e.conftest import Caldera
 from .conftest import SCRIPTS, finish, framework_python, pod_logs
 
 LOG_DIR = "paddle-log"  # the launcher's --log_dir, in the pod's directory
-GLOO = [{"name": "PADDLE_DISTRI_BACKEND", "value": "gloo"}]  # until caldera sets it (issue 13 item 12)
 
 
 def volcano_job(name: str, command: list[str], *, replicas: int, plugins: dict[str, list[str]], least: int = 0) -> str:
@@ -39,9 +37,7 @@ def volcano_job(name: str, command: list[str], *, replicas: int, plugins: dict[s
         "template": {
             "spec": {
                 "restartPolicy": "Never",
-                "containers": [
-                    {"name": "paddle", "command": command, "env": GLOO, "resources": {"requests": {"cpu": "300m"}}}
-                ],
+                "containers": [{"name": "paddle", "command": command, "resources": {"requests": {"cpu": "300m"}}}],
             }
         },
     }
@@ -77,7 +73,7 @@ def test_the_collective_launcher_meets_at_calderas_paddle_master(cluster: Calder
     assert sorted(w["rank"] for w in found) == [0, 1], found
     assert {w["world"] for w in found} == {2}
     assert len({json.dumps(w["params"]) for w in found}) == 1, found  # one group: gradients all-reduced
-    assert {w["PADDLE_DISTRI_BACKEND"] for w in found} == {"gloo"}  # the launcher's choice on CPU
+    assert {w["PADDLE_DISTRI_BACKEND"] for w in found} == {"gloo"}  # caldera's, on a pod without GPUs
     for pod in pods:
         log = cluster.pod_log(pod)
         # The launcher took its rendezvous from caldera's variables (it says so, then lists them).

@@ -35,7 +35,9 @@ def test_fleet_parameter_servers_and_trainers_from_calderas_paddle_variables(clu
     finish(cluster, "ps", timeout=300)
     job = cluster.json("get", "ps")
     assert job["retryCount"] == 0, pod_logs(cluster, "ps")
-    assert [(p["name"], p["phase"]) for p in job["pods"]] == [(t, "Succeeded") for t in TRAINERS]
+    ended = {p["name"]: (p["phase"], p["reason"]) for p in job["pods"]}
+    assert [ended[t] for t in TRAINERS] == [("Succeeded", "")] * 2, ended
+    assert [ended[s][1] for s in PSERVERS] == ["Stopped"] * 2, ended  # by CompleteJob, the trainers done
 
     logs = {pod: cluster.pod_log(pod) for pod in PSERVERS + TRAINERS}
     servers = [line(logs[pod], "server") for pod in PSERVERS]

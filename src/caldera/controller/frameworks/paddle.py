@@ -15,7 +15,11 @@ port), `PADDLE_TRAINER_ENDPOINTS` (`host:port` of each trainer; but see below), 
 - collective mode: `PADDLE_CURRENT_ENDPOINT` (its own entry of the trainer list) and
   `PADDLE_RANK_IN_NODE=0` (one trainer process per pod), read by
   `role_maker._collective_env`; and for `paddle.distributed.launch`, `PADDLE_MASTER`
-  (trainer 0's endpoint), `PADDLE_NNODES` and `PADDLE_JOB_ID` (the job's name).
+  (trainer 0's endpoint), `PADDLE_NNODES` and `PADDLE_JOB_ID` (the job's name); and
+  `PADDLE_DISTRI_BACKEND=gloo` on a pod that asks for no GPU, as Paddle's launcher sets it
+  when it selects no device (`controllers/collective.py`): without it
+  `init_parallel_env()` wants NCCL and fails on CPU. A container that sets the variable
+  itself keeps its value.
 `PADDLE_LOCAL_DEVICE_IDS`/`PADDLE_WORLD_DEVICE_IDS` are optional in Paddle and left to
 the GPUs the executor hands out. Other tasks of the job get nothing.
 
@@ -40,6 +44,7 @@ from caldera.controller.frameworks.patch import PluginError, PodPatch
 from caldera.controller.frameworks.pod import PodRef
 from caldera.core.elastic import elastic_range
 from caldera.core.objects import Job, TaskSpec
+from caldera.core.resources import GPU
 
 DEFAULT_PORT = 36543
 PSERVER = "PSERVER"
@@ -94,4 +99,15 @@ def render(pod: PodRef, args: Sequence[str]) -> PodPatch:
         if elastic_range(pod.job, trainer.name) is not None:  # its group is etcd's
             for name in ("PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID"):
                 del env[name]
+        if not _uses_gpus(pod.task) and not _sets(pod.task, "PADDLE_DISTRI_BACKEND"):
+            env["PADDLE_DISTRI_BACKEND"] = "gloo"
     return PodPatch(env=env)
+
+
+def _uses_gpus(task: TaskSpec) -> bool:
+    spec = task.template.spec
+    return spec.requests().get(GPU, 0.0) > 0 or any(c.limits.get(GPU, 0.0) > 0 for c in spec.containers)
+
+
+def _sets(task: TaskSpec, name: str) -> bool:
+    return any(var.name == name for c in task.template.spec.containers for var in c.env)
