@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -34,9 +33,7 @@ def test_every_page_renders_without_console_errors_screenshots(tab: Tab, daemon:
     daemon.apply(job_manifest("quick", ["python", "-c", "print('done')"]))
     daemon.wait_job("train", lambda j: [p["phase"] for p in j["pods"]] == ["Running", "Running"], "train to run")
     daemon.wait_job("quick", lambda j: j["phase"] == "Completed", "quick to complete")
-    daemon.wait_job(
-        "huge", lambda j: "Unschedulable" in json.dumps(daemon.describe("huge")["podgroup"]), "huge to be tried"
-    )
+    daemon.wait_job("huge", lambda j: bool(j.get("waiting")), "huge to be said to wait")
     tab.log_in("/")
 
     tab.open("/")
@@ -61,8 +58,8 @@ def test_every_page_renders_without_console_errors_screenshots(tab: Tab, daemon:
     tab.shot("job", docs=True)
 
     tab.open("/jobs/default/huge")
-    reason = daemon.describe("huge")["podgroup"]["status"]["conditions"][-1]["message"]
-    expect(page.locator("#why")).to_contain_text(reason, timeout=TIMEOUT_MS)
+    waiting = daemon.json("get", "huge")["waiting"]  # what `caldera get` and `describe` say
+    expect(page.locator("#why")).to_contain_text(f"{waiting['reason']}: {waiting['message']}", timeout=TIMEOUT_MS)
     assert page.locator("#why").inner_text().startswith("Why it waits: ")
     tab.shot("job-waiting")
 

@@ -73,17 +73,27 @@ function renderHead(job, s) {
     h("section", { class: "panel" }, h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v ?? "-")]))));
 }
 
-// Why it waits: the PodGroup's Unschedulable condition, as `caldera describe` has it.
+// Why it waits: the job's "waiting" (what `caldera get` and `describe` say); from a daemon that does not
+// say it, the PodGroup's Unschedulable condition.
 function renderWhy(s, podgroup) {
-  const conditions = podgroup?.status?.conditions ?? [];
-  const last = conditions[conditions.length - 1];
-  const pods = s.pods ?? [];
-  const placed = pods.length > 0 && pods.every((p) => p.node);
-  const waiting = !FINISHED.includes(s.phase) && (!placed || ["Pending", "Inqueue"].includes(podgroup?.status?.phase));
-  if (!waiting || !last || last.type !== "Unschedulable" || last.status !== "True") return replace(why);
+  let reason = s.waiting?.reason;
+  let message = s.waiting?.message;
+  let since = null;
+  if (s.waiting === undefined) {
+    const conditions = podgroup?.status?.conditions ?? [];
+    const last = conditions[conditions.length - 1];
+    const pods = s.pods ?? [];
+    const placed = pods.length > 0 && pods.every((p) => p.node);
+    const held = !FINISHED.includes(s.phase) && (!placed || ["Pending", "Inqueue"].includes(podgroup?.status?.phase));
+    if (held && last?.type === "Unschedulable" && last.status === "True") {
+      [reason, message, since] = [last.reason || "Unschedulable", last.message, last.lastTransitionTime];
+    }
+  }
+  if (!reason) return replace(why);
+  const when = s.waiting?.never ? "never, as the nodes and the queue are" : since ? `not now, since ${age(since)} ago` : "not now";
   replace(why, h("div", { class: "why", id: "why" },
-    h("strong", {}, "Why it waits: "), last.message || last.reason || "unschedulable",
-    h("span", { class: "muted" }, ` (since ${age(last.lastTransitionTime)} ago)`)));
+    h("strong", {}, "Why it waits: "), h("span", { class: "reason" }, reason), message ? `: ${message}` : "",
+    h("span", { class: "muted" }, ` (${when}; caldera explain ${s.name} says more)`)));
 }
 
 function actions(job, s) {
@@ -151,7 +161,7 @@ function renderPods(s) {
     pods.length ? h("table", {},
       h("thead", {}, h("tr", {}, ["Rank", "Pod", "Task", "Phase", "Node", "Restarts", "Exit", "Address", ""].map((c) => h("th", {}, c)))),
       h("tbody", {}, pods.map((p, rank) => h("tr", { dataset: { pod: p.name } },
-        h("td", { class: "num" }, rank), h("td", {}, p.name), h("td", {}, p.task), h("td", {}, phaseBadge(p.phase)),
+        h("td", { class: "num" }, rank), h("td", {}, p.name), h("td", {}, p.task), h("td", {}, phaseBadge(p.reason || p.phase)),
         h("td", {}, p.node ?? "-"), h("td", { class: "num" }, p.restarts ?? 0), h("td", { class: "num" }, p.exitCode ?? "-"),
         h("td", { class: "mono" }, p.address ?? "-"),
         h("td", {}, h("button", { type: "button", onclick: () => logs.select(p.name) }, "log"))))))
