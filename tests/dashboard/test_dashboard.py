@@ -15,6 +15,16 @@ from .conftest import TIMEOUT_MS, Tab
 pytestmark = pytest.mark.browser
 
 
+# A pod that says how its training goes, then trains on until it is stopped.
+TRAINER = [
+    "python",
+    "-c",
+    "import os, signal\n"
+    "for epoch in range(1, 6): print(f'epoch {epoch}  worker {os.environ[\"CALDERA_INDEX\"]}  loss {2.3 / epoch:.3f}', flush=True)\n"
+    "signal.pause()",
+]
+
+
 def gpu_job(name: str, command: list[str], *, replicas: int = 1, gpus: int = 1) -> dict[str, object]:
     return job_manifest(name, command, replicas=replicas, gpus=gpus)
 
@@ -28,8 +38,9 @@ def listed(daemon: Caldera) -> list[str]:
 
 
 def test_every_page_renders_without_console_errors_screenshots(tab: Tab, daemon: Caldera) -> None:
-    daemon.apply(gpu_job("train", SLEEPER, replicas=2))
-    daemon.apply(gpu_job("huge", SLEEPER, gpus=3))  # no node has 3 GPUs: it waits, and says why
+    daemon.apply(gpu_job("train", TRAINER, replicas=2))
+    daemon.ok("queue", "create", "research", "--weight", "2")
+    daemon.apply(job_manifest("huge", SLEEPER, gpus=3, queue="research"))  # no node has 3 GPUs: it waits, says why
     daemon.apply(job_manifest("quick", ["python", "-c", "print('done')"]))
     daemon.wait_job("train", lambda j: [p["phase"] for p in j["pods"]] == ["Running", "Running"], "train to run")
     daemon.wait_job("quick", lambda j: j["phase"] == "Completed", "quick to complete")

@@ -62,7 +62,7 @@ function renderHead(job, s) {
   const reason = [s.reason, s.message].filter(Boolean).join(": ");
   const facts = [
     ["Namespace", s.namespace], ["Queue", s.queue],
-    ["Phase", h("span", {}, phaseBadge(s.phase), reason ? ` ${reason}` : "")],
+    ["Phase", h("span", {}, phaseBadge(s.phase), reason ? h("span", { class: "muted" }, ` (${reason})`) : "")],
     ["Retries", s.retryCount], ["Min available", s.minAvailable],
     ["Age", h("span", { id: "age" }, age(s.creationTimestamp))],
     ["Duration", h("span", { id: "duration" }, jobDuration(s.startTime, s.completionTime))],

@@ -39,6 +39,8 @@ export function logViewer(namespace) {
     lines = [""];
     draw();
     if (!name) return setStatus("no pod");
+    // A pod not started has no log yet: it is opened when the pod's phase changes (see `pods`).
+    if (phases.get(name) === "Pending") return setStatus("no log yet: the pod has not started");
     const controller = new AbortController();
     stream = controller;
     read(name, followBox.checked, controller.signal);

@@ -18,7 +18,7 @@ function render(view) {
     main(),
     h("h1", {}, "Overview"),
     h("div", { class: "grid" }, resourcePanels(view)),
-    h("section", { class: "panel" }, h("h2", {}, "Queues"), queuesTable(view.queues), legend()),
+    h("section", { class: "panel wide" }, h("h2", {}, "Queues"), queuesTable(view.queues, capacities(view)), legend()),
     h(
       "div",
       { class: "grid" },
@@ -46,23 +46,28 @@ function resourcePanels(view) {
   return [nodes, ...panels];
 }
 
-function queuesTable(queues) {
+// Each resource's capacity: the scale of the queues' bars, so that shares compare across queues.
+function capacities(view) {
+  return Object.fromEntries(view.resources.map((r) => [r.name, quantity(r.capacity)]));
+}
+
+function queuesTable(queues, capacity) {
   const resources = SHOWN.filter((r) => queues.some((q) => [q.deserved, q.allocated, q.requested].some((x) => r in x)));
   return h("table", { id: "queues" },
     h("thead", {}, h("tr", {}, h("th", {}, "Queue"), h("th", {}, "State"), h("th", { class: "num" }, "Weight"),
-      h("th", {}, "Jobs"), resources.map((r) => h("th", {}, `${RESOURCE_NAMES[r] ?? r}: allocated · deserved · requested`)))),
+      h("th", {}, "Jobs"), resources.map((r) => h("th", {}, RESOURCE_NAMES[r] ?? r)))),
     h("tbody", {}, queues.map((q) => h("tr", { dataset: { queue: q.name } },
       h("td", {}, q.name),
       h("td", {}, phaseBadge(q.state)),
       h("td", { class: "num" }, q.weight),
       h("td", {}, Object.entries(q.jobs).map(([p, n]) => `${n} ${p}`).join(", ") || "none"),
-      resources.map((r) => queueCell(q, r))))));
+      resources.map((r) => queueCell(q, r, capacity[r] ?? 0))))));
 }
 
-function queueCell(q, r) {
+function queueCell(q, r, capacity) {
   const alloc = quantity(q.allocated[r]), deserved = quantity(q.deserved[r]), req = quantity(q.requested[r]);
   const cap = q.capability[r] ? quantity(q.capability[r]) : null;
-  const whole = Math.max(alloc, deserved, req, cap ?? 0) || 1;
+  const whole = Math.max(capacity, alloc, deserved, req) || 1;
   const text = `${amount(r, alloc)} · ${amount(r, deserved)} · ${amount(r, req)}`;
   return h("td", { class: "queue-cell" },
     bar(whole, [
@@ -74,6 +79,7 @@ function queueCell(q, r) {
 
 function legend() {
   return h("div", { class: "legend" },
+    h("span", {}, "bars: of the cluster's capacity; numbers: allocated · deserved · requested"),
     h("span", {}, h("i", { class: "alloc" }), "allocated"),
     h("span", {}, h("i", { class: "req" }), "requested, not allocated"),
     h("span", {}, h("i", { class: "deserved" }), "deserved"));
