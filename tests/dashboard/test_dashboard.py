@@ -167,3 +167,19 @@ def test_a_wrong_or_missing_token_gets_the_login_page_never_data(tab: Tab, daemo
     page.goto(tab.url + "/jobs")
     assert page.url.startswith(f"{tab.url}/login?next=")
     daemon.ok("delete", "private")
+
+
+def test_scale_an_elastic_job_from_the_page(tab: Tab, daemon: Caldera) -> None:
+    manifest = job_manifest("stretchy", SLEEPER, replicas=3, min_available=2)
+    manifest["spec"]["tasks"][0]["minAvailable"] = 2  # a task that may run with 2 to 3 pods: elastic
+    daemon.apply(manifest)
+    daemon.wait_job("stretchy", lambda j: [p["phase"] for p in j["pods"]] == ["Running"] * 3, "stretchy to run")
+    tab.log_in("/jobs/default/stretchy")
+    page = tab.page
+    page.click("#scale-worker")
+    assert "Between 2 and 3 replicas (now 3)" in page.locator("#confirm").inner_text()
+    page.fill("#dialog-input", "2")
+    page.click("#confirm-ok")
+    daemon.wait_job("stretchy", lambda j: len(j["pods"]) == 2, "stretchy to have 2 pods")
+    expect(page.locator("#pods tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
+    daemon.ok("delete", "stretchy")
