@@ -19,7 +19,7 @@
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
-  GET    /api/v1/overview | /api/v1/allocations | /api/v1/timeline    views (see `views`)
+  GET    /api/v1/overview | allocations | jobtable | timeline           views (see `views`)
 The web dashboard is served beside it (`dashboard`: /, /jobs, /nodes, /timeline, /login).
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token
 (or the dashboard's session with its CSRF token: `auth`);
