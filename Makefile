@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd
+.PHONY: demo demo-sim test lint bench clean etcd kube-tools volcano-tools
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,8 +43,24 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# pip (network bound) and the Go build of the Kubernetes tools (CPU bound) run side by side; lint starts as
+# soon as the venv is ready. The tests marked `kube` need the tools: `pytest -m 'not kube'` leaves them out.
+test:
+	@$(MAKE) --no-print-directory -j2 lint kube-tools
 	$(BIN)/pytest
+
+# The Kubernetes tools of the tests and benchmarks (docs/kubernetes-harness.md): kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl and KWOK built from the Go module proxy, and Volcano's CRDs,
+# once per set of pinned versions (tools/kube, tools/volcano) into ~/.cache/caldera/kube/ (about 10 CPU
+# minutes the first time; nothing after). Volcano's own binaries only when its volcano.sh/apis module is in
+# tools/volcano/apis: the Go module proxy here does not serve it.
+kube-tools:
+	@nice sh tools/kube/build.sh >/dev/null
+	@if [ -f tools/volcano/apis/go.mod ]; then nice sh tools/kube/build.sh --volcano >/dev/null; \
+	else echo "Volcano's vc-scheduler and vc-controller-manager not built: volcano.sh/apis is not served by the Go module proxy (see docs/kubernetes-harness.md)"; fi
+
+volcano-tools:
+	@nice sh tools/kube/build.sh --volcano >/dev/null
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
