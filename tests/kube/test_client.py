@@ -115,7 +115,12 @@ def test_binding_and_status_subresources(plane, namespace):
     kube = plane.kube
     pods = resource_path("v1", "pods", namespace=namespace)
     kube.create(pods, pod("p"))
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n"}}
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"kind": "Node", "name": "n"},
+    }
     kube.create(f"{pods}/p/binding", binding)
     bound = kube.get(f"{pods}/p")
     assert bound["spec"]["nodeName"] == "n"
@@ -204,9 +209,9 @@ def test_a_server_that_is_not_there_is_unreachable():
 
 
 def test_wrong_token_is_401(plane):
-    with KubeClient(KubeConfig(server=plane.server, ca_pem=plane.config.ca_pem, token="wrong")) as kube:
-        with pytest.raises(ApiError) as caught:
-            kube.get("/api/v1/namespaces")
+    config = KubeConfig(server=plane.server, ca_pem=plane.config.ca_pem, token="wrong")
+    with KubeClient(config) as kube, pytest.raises(ApiError) as caught:
+        kube.get("/api/v1/namespaces")
     assert (caught.value.code, caught.value.reason) == (401, "Unauthorized")
 
 

@@ -21,8 +21,10 @@ def kubeconfig(*, user: dict | None = None, cluster: dict | None = None, namespa
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "other", "cluster": {"server": "https://10.1.1.1"}}]
-        + [{"name": "c", "cluster": cluster or {"server": "https://127.0.0.1:6443/"}}],
+        "clusters": [
+            {"name": "other", "cluster": {"server": "https://127.0.0.2:6443"}},
+            {"name": "c", "cluster": cluster or {"server": "https://127.0.0.1:6443/"}},
+        ],
         "users": [{"name": "u", "user": user if user is not None else {"token": "abc"}}],
         "contexts": [{"name": "ctx", "context": context}, {"name": "second", "context": {"cluster": "other"}}],
         "current-context": "ctx",
@@ -50,7 +52,7 @@ def test_a_named_context_and_files_relative_to_the_kubeconfig(tmp_path):
     assert (config.client_cert_pem, config.client_key_pem) == (b"CERT", b"KEY")
     assert config.token_file == tmp_path / "token"
     other = load_kubeconfig(tmp_path / "config", context="second")
-    assert other.server == "https://10.1.1.1"
+    assert other.server == "https://127.0.0.2:6443"
     assert other.token is None and other.namespace == "default"
 
 
@@ -66,7 +68,9 @@ def test_kubeconfig_environment_variable_first_existing_file(tmp_path, monkeypat
         pytest.param("- a\n- b\n", "config: must be a mapping", id="not-a-mapping"),
         pytest.param("a: [\n", "config: not YAML", id="not-yaml"),
         pytest.param(kubeconfig() | {"current-context": ""}, "config: current-context: is not set", id="no-context"),
-        pytest.param(kubeconfig() | {"current-context": "nope"}, "config: contexts: has no entry named 'nope'", id="unknown"),
+        pytest.param(
+            kubeconfig() | {"current-context": "nope"}, "config: contexts: has no entry named 'nope'", id="unknown"
+        ),
         pytest.param(
             kubeconfig(cluster={"server": "127.0.0.1:6443"}),
             "config: clusters[1].cluster.server: must be an http:// or https:// URL",
