@@ -3,7 +3,8 @@
 # set of pinned versions, into the cache (never the work tree):
 #   $CACHE/kube/kubernetes-<v>-kwok-<v>-<hash>/bin/  kube-apiserver kube-controller-manager kube-scheduler
 #                                                   kubectl kwok          (tools/kube/go.mod, one go build)
-#                                      /volcano-crds/ Volcano's CRDs, from the volcano.sh/volcano module
+#                                      /volcano-crds/ Volcano's CRDs (all of them, jobflow's too, as its
+#                                                   Helm chart installs them), from the volcano.sh/volcano module
 #                                                   pinned in tools/volcano/go.sum
 #   $CACHE/kube/volcano-<v>-<hash>/bin/              vc-scheduler vc-controller-manager (--volcano; only
 #                                                   when tools/volcano/apis holds volcano.sh/apis, which
@@ -67,7 +68,7 @@ build_kube() {
 		exit 1
 	fi
 	mkdir -p "$tmp/volcano-crds"
-	cp "$dir"/config/crd/volcano/bases/*.yaml "$tmp/volcano-crds/"
+	cp "$dir"/config/crd/volcano/bases/*.yaml "$dir"/config/crd/jobflow/bases/*.yaml "$tmp/volcano-crds/"
 	chmod -R u+w "$tmp/volcano-crds"
 	rm -rf "$kube_dir"
 	mv "$tmp" "$kube_dir"
