@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd kube-tools volcano-tools
+.PHONY: demo demo-sim test lint bench clean etcd frameworks kube-tools volcano-tools
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,11 +43,18 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# pip (network bound) and the Go build of the Kubernetes tools (CPU bound) run side by side; lint starts as
-# soon as the venv is ready. The tests marked `kube` need the tools: `pytest -m 'not kube'` leaves them out.
+# Lint (and the venv it needs), the frameworks' venvs and the Go build of the Kubernetes tools are set up
+# side by side: the downloads are network bound, the Go build is CPU bound (minutes the first time; all
+# reused after). The tests marked `kube` need the tools: `pytest -m 'not kube'` leaves them out.
 test:
-	@$(MAKE) --no-print-directory -j2 lint kube-tools
+	@$(MAKE) --no-print-directory -j3 lint frameworks kube-tools
 	$(BIN)/pytest
+
+# TensorFlow and PaddlePaddle for tests/frameworks_real, each in a venv of its own outside the
+# work tree (their pins do not meet caldera's): built when missing, reused when present.
+# Which versions and why: tests/frameworks_real/venvs.py.
+frameworks:
+	$(PYTHON) tests/frameworks_real/venvs.py
 
 # The Kubernetes tools of the tests and benchmarks (docs/kubernetes-harness.md): kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl and KWOK built from the Go module proxy, and Volcano's CRDs,

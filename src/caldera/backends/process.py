@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from typing import Literal
 from caldera.backends.shim import EXIT_FILE, read_json
 
 LOG_FILE = "log"
+ATTEMPT_HEADER = re.compile(rb"=== attempt \d+ started \S+ ===\r?\n?")  # opens each attempt's part of the log
 PROC_FILE = "proc.json"
 DONE_FILE = "proc.done.json"
 _RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE})
@@ -156,6 +158,21 @@ def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
         torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
         f.write((("\n" if torn else "") + f"=== attempt {spec.attempt} started {started} ===\n").encode())
     return log
+
+
+def attempt_spans(log: Path) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) of each attempt's part of a pod's log, oldest first ([] if no log)."""
+    starts: list[int] = []
+    try:
+        with open(log, "rb") as f:
+            offset = 0
+            for line in f:  # the header always starts a line: `prepare` ends a torn last line first
+                if ATTEMPT_HEADER.fullmatch(line):
+                    starts.append(offset)
+                offset += len(line)
+    except FileNotFoundError:
+        return []
+    return list(zip(starts, [*starts[1:], offset], strict=True)) if starts else []
 
 
 def retire(where: Path) -> None:

@@ -46,7 +46,9 @@ _CLIENT = "caldera.client"
 class Cluster(ClusterAPI, Protocol):
     """What the verbs use: the cluster's API, the pod logs as text and watch events (a `Client`, or a fake)."""
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]: ...
+    def stream_log(
+        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+    ) -> Iterator[str]: ...
 
     def watch(
         self,

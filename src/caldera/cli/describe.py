@@ -32,7 +32,11 @@ def describe(ctx: click.Context, job: str, namespace: str, output: str) -> None:
         out.print(f"\n[bold]{title}:[/bold]")
         out.print(Padding(Text(yaml.safe_dump(body or {}, sort_keys=False).rstrip()), (0, 0, 0, 2), expand=False))
     podgroup = d.get("podgroup") or {}
-    out.print(f"\n[bold]PodGroup:[/bold] {text((podgroup.get('status') or {}).get('phase'))}")
+    status = podgroup.get("status") or {}
+    out.print(f"\n[bold]PodGroup:[/bold] {text(status.get('phase'))}")
+    for c in status.get("conditions") or []:
+        if c.get("status") == "True" and c.get("message"):
+            out.print(f"  {text(c.get('type'))} ({text(c.get('reason'))}): {text(c.get('message'))}")
     out.print()
     out.print(pods_table(summary, task_order(obj)))
     events = d.get("events") or []

@@ -1,4 +1,11 @@
-"""`caldera get JOB`: a job's summary and its pods in rank order (rank 0 is the master)."""
+"""`caldera get JOB`: a job's summary and its pods in rank order (rank 0 is the master).
+
+A job held up says why (`Waiting:`, the same reason as `list`'s REASON column): NeverFits
+(it cannot run as the nodes and its queue are: see `caldera explain`), Unschedulable (not
+now: capacity or its queue's capability is in use) or CrashLoopBackOff. A pod's PHASE is its
+reason when it has one, as kubectl's STATUS: CrashLoopBackOff, or Stopped / Evicted for a pod
+that ended and was removed (its exit code and log are kept until the job is deleted).
+"""
 
 from __future__ import annotations
 
@@ -49,6 +56,7 @@ def header(summary: JSON, now: float) -> Table:
         ("Namespace", summary.get("namespace")),
         ("Queue", summary.get("queue")),
         ("Phase", f"{phase} ({why})" if why else phase),
+        *([("Waiting", waiting_line(summary))] if summary.get("waiting") else []),
         ("Retries", summary.get("retryCount")),
         ("MinAvailable", summary.get("minAvailable")),
         ("Age", age(summary.get("creationTimestamp"), now)),
@@ -61,6 +69,22 @@ def header(summary: JSON, now: float) -> Table:
     return t
 
 
+def waiting_reason(summary: JSON) -> str:
+    """The REASON column: why the job is held up ("" if nothing holds it up)."""
+    return str((summary.get("waiting") or {}).get("reason") or "")
+
+
+def waiting_line(summary: JSON) -> str:
+    w = summary.get("waiting") or {}
+    when = "never, as the nodes and the queue are" if w.get("never") else "not now"
+    return f"{w.get('reason')}: {w.get('message')} ({when}; caldera explain {summary.get('name')} says more)"
+
+
+def pod_status(pod: JSON) -> str:
+    """A pod's PHASE cell: its reason when it has one (CrashLoopBackOff, Stopped, Evicted), else its phase."""
+    return str(pod.get("reason") or pod.get("phase") or "")
+
+
 def pods_table(summary: JSON, tasks: list[str] | None = None) -> Table:
     t = table("RANK", "INSTANCE", "TASK", "PHASE", "NODE", "ADDRESS", "EXIT", "RESTARTS", title="Instances")
     for rank, p in enumerate(ordered_pods(summary, tasks)):
@@ -68,7 +92,7 @@ def pods_table(summary: JSON, tasks: list[str] | None = None) -> Table:
             str(rank),
             str(p.get("name")),
             text(p.get("task")),
-            text(p.get("phase")),
+            text(pod_status(p)),
             text(p.get("node")),
             text(p.get("address")),
             text(p.get("exitCode")),

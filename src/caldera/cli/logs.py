@@ -1,10 +1,13 @@
-"""`caldera logs JOB [-i POD] [-f] [-t N]`: a pod's log; by default the master's (rank 0), as Arena.
+"""`caldera logs JOB [-i POD] [-f] [-t N] [-p]`: a pod's log; by default the master's (rank 0), as Arena.
 
 Rank 0 is the first pod of the job's first task (the `master` of a PyTorch job). When
 the job has several pods and none is chosen, the instances are listed on stderr, so
 stdout stays the log alone. `-i` takes a pod name or its short form (`worker-1`).
 With `-f`, a job whose pods do not exist yet, or a pod that has not started, is waited
-for; the stream ends when the pod does.
+for; the stream ends when the pod does. The log holds every attempt of the pod (a restart in
+place, or a whole-job restart), each opening with a header line; `-p/--previous` shows only
+the attempt before the last one, as `kubectl logs --previous`. Pods that ended and were
+removed (the servers of a job that completed) keep their logs until the job is deleted.
 """
 
 from __future__ import annotations
@@ -36,10 +39,15 @@ POLL_SECONDS = 0.5
 @click.option("-i", "--instance", metavar="POD", help="the pod to show (default: the master, rank 0)")
 @click.option("-f", "--follow", is_flag=True, help="keep streaming until the pod ends")
 @click.option("-t", "--tail", type=int, default=-1, show_default=True, help="only the last N lines (-1: all)")
+@click.option("-p", "--previous", is_flag=True, help="the attempt before the last one (after a restart)")
 @namespace_option
 @click.pass_context
-def logs(ctx: click.Context, job: str, instance: str | None, follow: bool, tail: int, namespace: str) -> None:
+def logs(
+    ctx: click.Context, job: str, instance: str | None, follow: bool, tail: int, previous: bool, namespace: str
+) -> None:
     """Print the log of one of JOB's pods (default: the master, rank 0)."""
+    if previous and follow:
+        fail(ctx, "--previous and --follow do not go together: an earlier attempt has ended")
     c, clk = cluster(ctx), clock(ctx)
     pods = _pods(c, namespace, job, follow, clk)
     if not pods:
@@ -58,6 +66,10 @@ def logs(ctx: click.Context, job: str, instance: str | None, follow: bool, tail:
         pod = f"{job}-{instance}"
     else:
         fail(ctx, f"{instance} is not an instance of job {namespace}/{job} (instances: {', '.join(names)})")
+    if previous:
+        for chunk in c.stream_log(namespace, pod, tail=tail, previous=True):
+            click.echo(chunk, nl=False)
+        return
     for chunk in _stream(c, namespace, job, pod, follow, tail, clk):
         click.echo(chunk, nl=False)
 

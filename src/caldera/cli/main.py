@@ -12,6 +12,7 @@ from caldera.cli.apply import apply
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.down import down
+from caldera.cli.explain import explain
 from caldera.cli.get import get
 from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
@@ -43,6 +44,7 @@ for command in (
     list_jobs,
     get,
     describe,
+    explain,
     logs,
     top,
     wait,

@@ -87,6 +87,9 @@ class Client:
     def describe_job(self, namespace: str, name: str) -> JSON:
         return self._json("GET", f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/describe")
 
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        return self._json("GET", f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/explain")
+
     def list_queues(self) -> list[JSON]:
         return _items(self._json("GET", QUEUES))
 
@@ -157,9 +160,15 @@ class Client:
     def info(self) -> JSON:
         return self._json("GET", "/info")
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating)."""
+    def stream_log(
+        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+    ) -> Iterator[str]:
+        """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating).
+
+        `previous`: only the attempt before the last one (NotFound if there was none)."""
         params: dict[str, str | int] = {"follow": "true" if follow else "false"}
+        if previous:
+            params["previous"] = "true"
         if tail is not None and tail >= 0:
             params["tailLines"] = tail
         url = f"{self.url}{CORE}/namespaces/{_seg(namespace)}/pods/{_seg(pod)}/log"

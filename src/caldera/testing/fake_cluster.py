@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from caldera import __version__
+from caldera.backends.process import attempt_spans
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
@@ -45,6 +46,8 @@ class FakePod:
     exit_code: int | None = None
     restarts: int = 0
     address: str | None = None
+    reason: str = ""
+    message: str = ""
 
     def summary(self) -> JSON:
         return {
@@ -56,6 +59,8 @@ class FakePod:
             "exitCode": self.exit_code,
             "restarts": self.restarts,
             "address": self.address,
+            "reason": self.reason,
+            "message": self.message,
         }
 
 
@@ -74,6 +79,7 @@ class FakeJob:
     completion: float | None = None
     reason: str = ""
     message: str = ""
+    waiting: JSON | None = None
 
     def summary(self) -> JSON:
         return {
@@ -88,6 +94,7 @@ class FakeJob:
             "completionTime": self.completion,
             "reason": self.reason,
             "message": self.message,
+            "waiting": self.waiting,
             "pods": [p.summary() for p in self.pods.values()],
         }
 
@@ -232,6 +239,27 @@ class FakeCluster:
             events = [e for e in self.event_log if e["namespace"] == namespace and e["object"] in objects]
             return {"job": job.object(), "summary": job.summary(), "podgroup": pg, "events": events}
 
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        """What the daemon's explanation has, for a job whose waiting reason a test set (`set_waiting`)."""
+        with self._changed:
+            job = self._job(namespace, name)
+            waiting = job.waiting or {}
+            never = [str(waiting["message"])] if waiting.get("never") else []
+            now = [str(waiting["message"])] if waiting and not waiting.get("never") else []
+            queue = {"name": job.queue, "state": "Open", "capability": {}, "allocated": {}, "minimum": {}}
+            return {
+                "job": name,
+                "namespace": namespace,
+                "phase": job.phase,
+                "podGroup": "Inqueue",
+                "waiting": job.waiting,
+                "conditions": [],
+                "never": never,
+                "now": now,
+                "queue": {**queue, "never": "", "now": ""},
+                "nodeClasses": [],
+            }
+
     def list_queues(self) -> list[JSON]:
         with self._changed:
             return [self.queues[n] for n in sorted(self.queues)]
@@ -263,10 +291,19 @@ class FakeCluster:
 
     # ------------------------------------------------------------ what the client adds
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        """The log as one chunk; with `follow`, then every append until the pod has finished."""
+    def stream_log(
+        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+    ) -> Iterator[str]:
+        """The log as one chunk; with `follow`, then every append until the pod has finished.
+
+        `previous`: the attempt before the last (parts open with the executor's header lines)."""
         path = Path(self.pod_log(namespace, pod))
         text = path.read_text() if path.exists() else ""
+        if previous:
+            spans = attempt_spans(path)
+            if len(spans) < 2:
+                raise NotFound(f"pod {namespace}/{pod} has no previous attempt")
+            text, follow = path.read_bytes()[spans[-2][0] : spans[-2][1]].decode(errors="replace"), False
         if tail is not None and tail >= 0:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[len(lines) - tail :]) if tail else ""
@@ -297,6 +334,13 @@ class FakeCluster:
                 job.start = self.clock.now()
             if phase in o.FINISHED_JOB_PHASES:
                 job.completion = self.clock.now()
+            self._notify()
+
+    def set_waiting(self, namespace: str, name: str, reason: str, message: str, *, never: bool = False) -> None:
+        """The job's waiting reason, as the daemon would give it ("" reason: nothing holds it up)."""
+        with self._changed:
+            job = self._job(namespace, name)
+            job.waiting = {"reason": reason, "message": message, "never": never} if reason else None
             self._notify()
 
     def set_pod(self, namespace: str, pod: str, **changes: Any) -> None:
