@@ -1,4 +1,5 @@
-"""One real control plane (etcd, kube-apiserver, kube-controller-manager, KWOK) for this package's tests.
+"""One real control plane (etcd, kube-apiserver, kube-controller-manager, KWOK) for this package's tests,
+stopped when the package is done (not at the end of the whole session).
 
 Tests marked `kube` use it; `make test` builds the tools first (make kube-tools). Locally,
 `pytest -m 'not kube'` leaves them out. A missing tool is an error, not a skip: CI must run them.
@@ -15,7 +16,7 @@ from caldera.testing.kube import ControlPlane, running_cluster
 _names = itertools.count()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def plane() -> ControlPlane:
     with running_cluster() as plane:
         yield plane
