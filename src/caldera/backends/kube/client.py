@@ -22,7 +22,8 @@ The API (stable: the Kubernetes mode and the test kit build on it):
         for kind, obj in kube.watch(pods, resource_version=version, timeout_seconds=300):
             ...                                                           # ADDED | MODIFIED | DELETED | BOOKMARK
 
-Errors: every failure is a `KubeError` (a CalderaError); nothing from httpx leaves this module.
+Errors (`caldera.backends.kube.errors`, importable from here too): every failure is a `KubeError`
+(a CalderaError); nothing from httpx leaves this module.
 `ApiError` carries the API server's Status (`code`, `reason`, `message`, `details`), with the
 subclasses `NotFound` (404), `Conflict` (409: a stale resourceVersion or AlreadyExists), `Gone`
 (410: a resourceVersion or continue token too old — list again, then watch from the list's
@@ -41,21 +42,39 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
 import ssl
-import tempfile
-import threading
 from collections.abc import Iterator, Mapping
-from pathlib import Path
-from typing import Any, Literal, NoReturn, cast
+from typing import Literal, NoReturn, cast
 from urllib.parse import quote
 
 import httpx
 
+from caldera.backends.kube.auth import BearerToken, ssl_context
+from caldera.backends.kube.errors import (
+    JSON,
+    ApiError,
+    Conflict,
+    Gone,
+    KubeError,
+    NotFound,
+    Unreachable,
+    raise_status,
+)
 from caldera.backends.kube.kubeconfig import KubeConfig
-from caldera.core.errors import CalderaError
 
-JSON = dict[str, Any]
+__all__ = [
+    "JSON",
+    "ApiError",
+    "Conflict",
+    "Gone",
+    "KubeClient",
+    "KubeError",
+    "NotFound",
+    "PatchKind",
+    "Unreachable",
+    "WatchEvent",
+    "resource_path",
+]
 PatchKind = Literal["merge", "strategic", "json"]
 WatchEvent = tuple[str, JSON]
 
@@ -65,37 +84,6 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",  # JSON is YAML: the manifest is sent as JSON
 }
-
-
-class KubeError(CalderaError):
-    """Any failure talking to the API server."""
-
-
-class Unreachable(KubeError):
-    """The API server could not be reached, did not answer in time, or cut the stream."""
-
-
-class ApiError(KubeError):
-    """The API server refused a request: its Status `code`, `reason`, `message` and `details`."""
-
-    def __init__(self, code: int, reason: str, message: str, details: JSON | None = None) -> None:
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.details = details or {}
-        super().__init__(f"{code} {reason}: {message}")
-
-
-class NotFound(ApiError):
-    """404: no such object (or resource)."""
-
-
-class Conflict(ApiError):
-    """409: the object changed since the resourceVersion sent, or it already exists (reason AlreadyExists)."""
-
-
-class Gone(ApiError):
-    """410: the resourceVersion (or continue token) is older than the server keeps; list again."""
 
 
 def resource_path(
@@ -135,8 +123,8 @@ class KubeClient:
         self.config = config
         self.server = config.server
         self._timeout = timeout
-        self._token = _Token(config)
-        verify: ssl.SSLContext | bool = _ssl_context(config) if config.server.startswith("https://") else False
+        self._token = BearerToken(config)
+        verify: ssl.SSLContext | bool = ssl_context(config) if config.server.startswith("https://") else False
         self._extensions = {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
         self._http = httpx.Client(
             base_url=config.server,
@@ -377,63 +365,6 @@ class KubeClient:
         raise Unreachable(f"{self.server}: {what}: {type(e).__name__}: {e}") from None
 
 
-class _Token:
-    """The bearer token to send: fixed, or read from a file again whenever the file changes."""
-
-    def __init__(self, config: KubeConfig) -> None:
-        self._fixed = config.token
-        self._file = config.token_file
-        self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
-        self._value: str | None = None
-
-    def headers(self) -> dict[str, str]:
-        token = self._fixed or self._from_file()
-        return {"Authorization": f"Bearer {token}"} if token else {}
-
-    def _from_file(self) -> str | None:
-        if self._file is None:
-            return None
-        try:
-            st = self._file.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-            with self._lock:
-                if stamp != self._stamp:
-                    self._value = self._file.read_text().strip()
-                    self._stamp = stamp
-                return self._value
-        except OSError as e:
-            raise KubeError(f"cannot read the token file {self._file}: {e.strerror or e}") from None
-
-
-def _ssl_context(config: KubeConfig) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    if config.insecure_skip_tls_verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif config.ca_pem is not None:
-        context = ssl.create_default_context(cadata=config.ca_pem.decode())
-    if config.client_cert_pem is not None:
-        if config.client_key_pem is None:
-            raise KubeError(f"{config.source}: a client certificate needs its key (client-key)")
-        _load_cert_chain(context, config.client_cert_pem, config.client_key_pem)
-    return context
-
-
-def _load_cert_chain(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
-    """ssl loads a key pair only from files: write them to a private directory for the call, then remove it."""
-    with tempfile.TemporaryDirectory(prefix="caldera-kube-") as directory:
-        cert, key = Path(directory, "client.crt"), Path(directory, "client.key")
-        for file, data in ((cert, cert_pem), (key, key_pem)):
-            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-        try:
-            context.load_cert_chain(cert, key)
-        except ssl.SSLError as e:
-            raise KubeError(f"the client certificate or key is not usable: {e}") from None
-
-
 def _delete_options(
     grace_period_seconds: int | None, propagation_policy: str | None, preconditions: Mapping[str, str] | None
 ) -> JSON:
@@ -473,7 +404,7 @@ def _watch_event(line: str) -> WatchEvent:
     ):
         raise KubeError(f"a watch line that is not an event: {line[:200]!r}")
     if event["type"] == "ERROR":
-        _raise_status(event["object"], 500)
+        raise_status(event["object"], 500)
     return event["type"], event["object"]
 
 
@@ -484,18 +415,4 @@ def _raise(reply: httpx.Response) -> NoReturn:
         status = None
     if not isinstance(status, dict):
         status = {"message": reply.text[:500] or reply.reason_phrase}
-    _raise_status(status, reply.status_code)
-
-
-def _raise_status(status: JSON, default_code: int) -> NoReturn:
-    """The ApiError a Status object stands for (`code`, `reason`, `message`, `details`)."""
-    code = status.get("code")
-    code = code if isinstance(code, int) else default_code
-    reason = str(status.get("reason") or "")
-    message = str(status.get("message") or "")
-    details = status.get("details")
-    details = details if isinstance(details, dict) else None
-    error: type[ApiError] = {404: NotFound, 409: Conflict, 410: Gone}.get(code, ApiError)
-    if reason in ("Expired", "Gone"):
-        error = Gone
-    raise error(code, reason or "Unknown", message, details)
+    raise_status(status, reply.status_code)
