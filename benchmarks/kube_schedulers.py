@@ -38,7 +38,9 @@ every pod is bound (a watch on the pods sees it). Figures:
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -205,6 +207,7 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: every control plane is stopped and removed
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="1000,5000")
     parser.add_argument("--workloads", default="pods,gangs")

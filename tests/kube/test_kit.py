@@ -7,6 +7,7 @@ import itertools
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -129,18 +130,17 @@ def test_kubectl_applies_server_side(plane, namespace):
 
 def test_a_control_plane_leaves_nothing_behind_even_when_the_test_fails():
     tools = find_tools()
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     with pytest.raises(RuntimeError, match="the test failed"), running_cluster(tools=tools) as plane:
         seen["directory"] = plane.directory
-        seen["pids"] = [p.pid for p in plane.processes.values()]
+        seen["pids"] = {name: p.pid for name, p in plane.processes.items()}
         assert plane.etcd is not None
-        seen["etcd"] = plane.etcd.pid
         seen["etcd_dir"] = plane.etcd.data_dir.parent
         assert plane.kube.get_text("/readyz") == "ok"
         raise RuntimeError("the test failed")
-    assert len(seen["pids"]) == 3  # apiserver, controller manager, KWOK
-    for pid in [*seen["pids"], seen["etcd"]]:
-        assert not _alive(pid), f"pid {pid} still runs"
+    assert set(seen["pids"]) == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
+    for name, pid in seen["pids"].items():
+        assert not _alive(pid), f"{name} (pid {pid}) still runs"
     assert not Path(seen["directory"]).exists()
     assert not Path(seen["etcd_dir"]).exists()
 

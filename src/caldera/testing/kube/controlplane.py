@@ -20,7 +20,6 @@ every file it wrote; it is idempotent.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import shutil
 import subprocess
@@ -35,13 +34,13 @@ import yaml
 from caldera.backends.kube.client import JSON, Conflict, KubeClient, KubeError, resource_path
 from caldera.backends.kube.kubeconfig import KubeConfig
 from caldera.launcher.server import EtcdServer, free_port
-from caldera.testing.etcd import running_etcd
 from caldera.testing.kube.pki import Pki, make_pki
 from caldera.testing.kube.process import Process, ProcessError
 from caldera.testing.kube.tools import KubeTools
 from caldera.utils.clock import SystemClock
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"  # only numbers in Service objects: nothing routes to them
+ETCD_ATTEMPTS = 3
 START_TIMEOUT = 180.0  # a loaded 2-core machine starts an API server in 10-40 s
 CONTROLLERS = ("garbage-collector-controller", "namespace-controller", "serviceaccount-controller")
 
@@ -68,7 +67,6 @@ class ControlPlane:
         self.with_controller_manager = controller_manager
         self._apiserver_args = apiserver_args
         self._etcd_in_memory = etcd_in_memory
-        self._stack = contextlib.ExitStack()
         self._etcd_dir: Path | None = None
         self.etcd: EtcdServer | None = None
         self.pki: Pki | None = None
@@ -148,9 +146,8 @@ class ControlPlane:
             if self._kube is not None:
                 self._kube.close()
                 self._kube = None
-        for name in reversed(list(self.processes)):  # schedulers and KWOK first, the API server last
+        for name in reversed(list(self.processes)):  # schedulers and KWOK first, the API server, then etcd
             self.processes.pop(name).stop()
-        self._stack.close()
         if self._etcd_dir is not None:
             shutil.rmtree(self._etcd_dir, ignore_errors=True)
             self._etcd_dir = None
@@ -169,15 +166,7 @@ class ControlPlane:
         shm = Path("/dev/shm")
         in_memory = self._etcd_in_memory and shm.is_dir()
         self._etcd_dir = Path(tempfile.mkdtemp(prefix="caldera-kube-etcd-", dir=shm if in_memory else None))
-        self.etcd = self._stack.enter_context(
-            running_etcd(
-                self._etcd_dir,
-                timeout=60.0,
-                # Progress notifications every 5 s (etcd's default is 10 min) move the API server's watch
-                # caches forward when nothing changes, so idle watches get bookmarks with fresh versions.
-                extra_args=("--quota-backend-bytes=8589934592", "--experimental-watch-progress-notify-interval=5s"),
-            )
-        )
+        self._start_etcd()
         self.port = free_port()
         self.start_process("kube-apiserver", self._apiserver_command())
         self._wait_ready()
@@ -185,6 +174,26 @@ class ControlPlane:
         if self.with_controller_manager:
             self.start_process("kube-controller-manager", self._controller_manager_command())
             self._wait_for_service_account("default")
+
+    def _start_etcd(self) -> None:
+        """etcd as one of our processes (so it dies with us too); new ports if they were taken meanwhile."""
+        assert self._etcd_dir is not None
+        for attempt in range(ETCD_ATTEMPTS):
+            self.etcd = EtcdServer(
+                self._etcd_dir / f"data-{attempt}",
+                # Progress notifications every 5 s (etcd's default is 10 min) move the API server's watch
+                # caches forward when nothing changes, so idle watches get bookmarks with fresh versions.
+                extra_args=("--quota-backend-bytes=8589934592", "--experimental-watch-progress-notify-interval=5s"),
+            )
+            process = self.start_process("etcd", self.etcd.command())
+            clock, pause = SystemClock(), threading.Event()
+            deadline = clock.monotonic() + START_TIMEOUT
+            while process.running and not self.etcd.healthy() and clock.monotonic() < deadline:
+                pause.wait(0.05)
+            if process.running and self.etcd.healthy():
+                return
+            self.stop_process("etcd")
+        raise ControlPlaneError(f"etcd did not start; its log ends with:\n{process.log_tail()}")
 
     def _apiserver_command(self) -> list[str]:
         assert self.pki is not None and self.etcd is not None

@@ -1,7 +1,9 @@
 """One child process of the test control plane (apiserver, KWOK, a scheduler, ...): started, watched, stopped.
 
 Its output goes to a log file; it is stopped by its own PID (SIGTERM, a grace period, SIGKILL),
-idempotently; `ensure_running` turns an early exit into one error with the tail of the log, so a
+idempotently, and it is started through the launcher's PR_SET_PDEATHSIG shim, so it is killed too
+if the Python process that started it dies without cleaning up (the signal fires when the thread
+that started it ends: start processes from the main thread, as tests and benchmarks do); `ensure_running` turns an early exit into one error with the tail of the log, so a
 bad flag or a taken port reads as a message rather than a later time-out. The environment is
 the caller's without proxy variables (everything here is loopback). `cpu_seconds` reads the
 process's user + system time from /proc, for the benchmarks.
@@ -15,6 +17,8 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from caldera.launcher.workers import shimmed
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -43,7 +47,7 @@ class Process:
         with open(self.log_file, "ab") as log:
             try:
                 self._popen = subprocess.Popen(
-                    self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+                    shimmed(self.command), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
                 )
             except OSError as e:
                 raise ProcessError(f"cannot run {self.name} ({self.command[0]}): {e.strerror or e}") from None
