@@ -59,12 +59,11 @@ frameworks:
 # The Kubernetes tools of the tests and benchmarks (docs/kubernetes-harness.md): kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl and KWOK built from the Go module proxy, and Volcano's CRDs,
 # once per set of pinned versions (tools/kube, tools/volcano) into ~/.cache/caldera/kube/ (about 10 CPU
-# minutes the first time; nothing after). Volcano's own binaries only when its volcano.sh/apis module is in
-# tools/volcano/apis: the Go module proxy here does not serve it.
+# minutes the first time; nothing after). Volcano's own binaries too where the Go module proxy serves its
+# volcano.sh/apis module; here it does not, and the build says so and goes on without them.
 kube-tools:
 	@nice sh tools/kube/build.sh >/dev/null
-	@if [ -f tools/volcano/apis/go.mod ]; then nice sh tools/kube/build.sh --volcano >/dev/null; \
-	else echo "Volcano's vc-scheduler and vc-controller-manager not built: volcano.sh/apis is not served by the Go module proxy (see docs/kubernetes-harness.md)"; fi
+	@nice sh tools/kube/build.sh --volcano >/dev/null || true
 
 volcano-tools:
 	@nice sh tools/kube/build.sh --volcano >/dev/null

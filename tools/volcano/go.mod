@@ -1,8 +1,9 @@
 // Volcano's scheduler and controller manager for caldera's benchmarks and peer tests (make volcano-tools).
-// The replace block is Volcano v1.15.1's own, except volcano.sh/apis: Volcano builds it from its
-// staging directory, and the Go module proxy here serves no version of it, so it is read from ./apis
-// (not committed; docs/kubernetes-harness.md says where it comes from). Without ./apis only Volcano's
-// CRDs are used (from this module's volcano.sh/volcano, by tools/kube/build.sh).
+// The replace block is Volcano v1.15.1's own, but for volcano.sh/apis, which Volcano builds from its
+// staging directory and which is required here at its published version. The Go module proxy here
+// answers 403 for every volcano.sh/apis version, so this module does not build on these machines
+// (tools/kube/build.sh --volcano says so) and only Volcano's CRDs are used (from this module's
+// volcano.sh/volcano, pinned in go.sum).
 module caldera.dev/tools/volcano
 
 go 1.26.0
@@ -154,5 +155,4 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.3
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.3
 	k8s.io/sample-controller => k8s.io/sample-controller v0.35.3
-	volcano.sh/apis => ./apis
 )

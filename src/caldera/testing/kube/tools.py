@@ -56,7 +56,8 @@ class KubeTools:
         if self.volcano_directory is None or not self.has_volcano():
             raise ToolsMissing(
                 f"{name}: Volcano is not built: its volcano.sh/apis module is not served by the Go module proxy "
-                "here; `make volcano-tools` builds it from a copy in tools/volcano/apis (docs/kubernetes-harness.md)"
+                "here (`make volcano-tools` builds it where it is); CALDERA_VOLCANO_TOOLS may name binaries built "
+                "elsewhere (docs/kubernetes-harness.md)"
             )
         return self.volcano_directory / "bin" / name
 
