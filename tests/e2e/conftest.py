@@ -114,7 +114,9 @@ class Caldera:
         return r.stdout
 
     def json(self, *args: str) -> Any:
-        return json.loads(self.ok(*args, "-o", "json"))
+        """The verb's `-o json`; of a `List`, its items (as `jq .items`)."""
+        data = json.loads(self.ok(*args, "-o", "json"))
+        return data["items"] if isinstance(data, dict) and data.get("kind") == "List" else data
 
     def apply(self, manifest: dict[str, Any] | str) -> str:
         text = manifest if isinstance(manifest, str) else json.dumps(manifest)

@@ -16,7 +16,6 @@ clock, so tests of `wait` run on a ManualClock.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,13 +25,12 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import click
-import yaml
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from caldera.cli.output import TextTable
 from caldera.client import Client, connect, home_dir
 from caldera.core.errors import CalderaError
+from caldera.core.selector import Selector, parse_selector
 from caldera.system.api import JSON, ClusterAPI
 from caldera.utils.clock import Clock, SystemClock
 
@@ -119,40 +117,61 @@ def namespace_option(f: F) -> F:
     return click.option("-n", "--namespace", default="default", show_default=True, help="the job's namespace")(f)
 
 
+def all_namespaces_option(f: F) -> F:
+    return click.option("-A", "--all-namespaces", is_flag=True, help="every namespace (kubectl's -A)")(f)
+
+
 def output_option(f: F) -> F:
-    choice = click.Choice(["table", "json", "yaml"])
+    """`-o table|wide|name|json|yaml`, as kubectl's (a list in JSON or YAML is one `List`)."""
+    choice = click.Choice(["table", "wide", "name", "json", "yaml"])
     return click.option("-o", "--output", type=choice, default="table", show_default=True, help="output format")(f)
 
 
-def emit(data: object, output: str) -> None:
-    """`data` as JSON or YAML on stdout (stable keys, in the order the API gives them)."""
-    if output == "yaml":
-        click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), nl=False)
-    else:
-        click.echo(json.dumps(data, indent=2))
+def no_headers_option(f: F) -> F:
+    return click.option("--no-headers", is_flag=True, help="tables without their header line")(f)
+
+
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
+    try:
+        return None if value is None else parse_selector(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def selector_option(f: F) -> F:
+    return click.option(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        callback=_selector,
+        help="only jobs whose labels match (k=v, k!=v, 'k in (a,b)', k, !k; comma-separated, all must hold)",
+    )(f)
+
+
+def select_jobs(c: ClusterAPI, namespace: str | None, selector: Selector | None) -> list[JSON]:
+    """The summaries of the jobs of `namespace` (None: all) whose labels match `selector`."""
+    jobs = c.list_jobs(namespace)
+    return jobs if selector is None else [j for j in jobs if selector.matches(j.get("labels"))]
 
 
 # ---------------------------------------------------------------- tables
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console; when piped, wide enough that names are never cut."""
+    """A rich console (spinners on a terminal); when piped, wide enough that names are never cut."""
     c = Console(stderr=stderr, highlight=False, soft_wrap=False)
     if not c.is_terminal:
         c.width = int(os.environ.get("COLUMNS") or 200)
     return c
 
 
-def table(*columns: str, title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
-    for col in columns:
-        t.add_column(col)
-    return t
+def table(*columns: str, title: str | None = None) -> TextTable:
+    return TextTable(*columns, title=title)
 
 
 def text(value: object) -> str:
-    """A table cell: `-` when absent; never read as rich markup."""
-    return "-" if value is None or value == "" else escape(str(value))
+    """A table cell: `-` when absent."""
+    return "-" if value is None or value == "" else str(value)
 
 
 # ---------------------------------------------------------------- jobs, pods and time

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import JOB_RESOURCE, Verb, cluster, emit, namespace_option
+from caldera.cli.common import JOB_RESOURCE, Verb, cluster, namespace_option
+from caldera.cli.output import emit
 
 
 @click.command(cls=Verb)

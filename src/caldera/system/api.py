@@ -8,13 +8,14 @@ CalderaErrors, mapped to 404, 409 and 422 by the server); reads return plain
 JSON-ready dicts in the Kubernetes shape, with these stable summaries:
 
 job summary (list/get `-o json`):
-  {"name", "namespace", "queue", "phase", "retryCount", "minAvailable",
+  {"name", "namespace", "apiVersion", "kind" (what it was applied as: Job, or a Kubeflow kind),
+   "type" (its volcano.sh/job-type label), "labels", "queue", "phase", "retryCount", "minAvailable",
    "creationTimestamp", "startTime", "completionTime", "reason", "message",
    "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address"}],
    "tensorboard": "http://127.0.0.1:P" or null (the job's TensorBoard, `submit --tensorboard`)}
 node summary (top node):
-  {"name", "allocatable": {res: qty}, "allocated": {res: qty}, "gpus": int, "gpusUsed": int,
-   "virtualGpus": bool, "pods": int}
+  {"name", "labels", "taints": [{"key", "value", "effect"}], "allocatable": {res: qty},
+   "allocated": {res: qty}, "gpus": int, "gpusUsed": int, "virtualGpus": bool, "pods": int}
 watch batch (`changes`), Kubernetes' watch events:
   {"resourceVersion": int, "events": [{"type": "ADDED" | "MODIFIED" | "DELETED", "object": {...}}]}
   where an object is the stored one (Job, Pod, PodGroup, Queue, PriorityClass; a Node is its

@@ -20,6 +20,7 @@ from caldera import __version__
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
+from caldera.core.jobkind import applied_as, job_type
 from caldera.core.manifest import parse_object
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
 from caldera.utils.clock import Clock, ManualClock
@@ -76,9 +77,15 @@ class FakeJob:
     message: str = ""
 
     def summary(self) -> JSON:
+        meta = self.manifest.get("metadata") or {}
+        api_version, kind = applied_as(meta.get("annotations"))
         return {
             "name": self.name,
             "namespace": self.namespace,
+            "apiVersion": api_version,
+            "kind": kind,
+            "type": job_type(meta.get("labels")),
+            "labels": dict(meta.get("labels") or {}),
             "queue": self.queue,
             "phase": self.phase,
             "retryCount": self.retry_count,
