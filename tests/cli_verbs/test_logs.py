@@ -23,7 +23,7 @@ def test_default_is_the_master_and_the_instances_go_to_stderr(run: Run, logged: 
     assert r.exit_code == 0
     assert r.stdout == "train-master-0: one\ntrain-master-0: two\ntrain-master-0: three\n"
     assert r.stderr == (
-        "job default/train has 3 instances: train-master-0 (rank 0), train-worker-0, train-worker-1; "
+        "job default/train has 3 instances: train-master-0, train-worker-0, train-worker-1; "
         "showing train-master-0 (choose with -i)\n"
     )
 
@@ -35,6 +35,34 @@ def test_rank_0_follows_the_spec_order_of_tasks(run: Run, fake: FakeCluster) -> 
     fake.apply(manifest)
     fake.write_log("default", "ps-trainer-0", "I am the trainer\n")
     assert run("logs", "ps").stdout == "I am the trainer\n"
+
+
+@pytest.mark.parametrize(
+    ("tasks", "job_type", "shown"),
+    [
+        pytest.param(("ps", "worker", "chief"), "TFJob", "chief-0", id="tf-chief"),
+        pytest.param(("ps", "worker"), "TFJob", "worker-0", id="tf-worker-0-is-the-chief"),
+        pytest.param(("ps", "worker", "master"), "TFJob", "master-0", id="tf-master"),
+        pytest.param(("pserver", "trainer"), "PaddleJob", "trainer-0", id="paddle-ps"),
+        pytest.param(("master", "worker"), "PaddleJob", "worker-0", id="kubeflow-paddle-master-is-the-server"),
+        pytest.param(("launcher", "worker"), "MPIJob", "launcher-0", id="kubeflow-mpi"),
+        pytest.param(("evaluator", "other"), "", "evaluator-0", id="none-known-first-in-spec-order"),
+    ],
+)
+def test_the_default_is_the_chief_never_a_parameter_server(
+    run: Run, fake: FakeCluster, tasks: tuple[str, ...], job_type: str, shown: str
+) -> None:
+    manifest = job("tf", workers=1)
+    template = manifest["spec"]["tasks"][0]["template"]  # type: ignore[index]
+    manifest["spec"]["tasks"] = [{"name": t, "replicas": 1, "template": template} for t in tasks]  # type: ignore[index]
+    if job_type:
+        manifest["metadata"]["labels"] = {"volcano.sh/job-type": job_type}  # type: ignore[index]
+    fake.apply(manifest)
+    for t in tasks:
+        fake.write_log("default", f"tf-{t}-0", f"I am {t}-0\n")
+    r = run("logs", "tf")
+    assert r.exit_code == 0 and r.stdout == f"I am {shown}\n"
+    assert r.stderr.endswith(f"showing tf-{shown} (choose with -i)\n")
 
 
 def test_a_single_pod_job_lists_nothing(run: Run, fake: FakeCluster) -> None:

@@ -177,16 +177,31 @@ def text(value: object) -> str:
 # ---------------------------------------------------------------- jobs, pods and time
 
 
-def ordered_pods(summary: JSON, tasks: list[str] | None = None) -> list[JSON]:
-    """The job's pods in rank order: task by task (spec order if known), each by index.
+# Whose log `caldera logs` shows when no pod is named (Arena: the chief): the first pod of the first
+# of these tasks the job has. A parameter server is never it: a TF job without a chief has worker 0
+# as its chief, and a Paddle job's trainers do the training (a Kubeflow PaddleJob's Master is its server).
+CHIEF_TASKS = ("chief", "master", "launcher", "worker", "trainer")
+CHIEF_TASKS_BY_TYPE = {"PaddleJob": ("trainer", "worker")}
 
-    The first one is the master / rank 0, whose log `caldera logs` shows by default."""
+
+def ordered_pods(summary: JSON, tasks: list[str] | None = None) -> list[JSON]:
+    """The job's pods in rank order: task by task (spec order if known), each by index."""
     pods: list[JSON] = list(summary.get("pods") or [])
     order = list(tasks or [])
     for p in pods:
         if str(p.get("task")) not in order:
             order.append(str(p.get("task")))
     return sorted(pods, key=lambda p: (order.index(str(p.get("task"))), int(p.get("index") or 0), str(p.get("name"))))
+
+
+def chief_pod(summary: JSON, pods: list[JSON]) -> JSON:
+    """The pod whose log speaks for the job (see CHIEF_TASKS); the first of `pods` when no task is one of those."""
+    preferred = CHIEF_TASKS_BY_TYPE.get(str(summary.get("type") or ""), CHIEF_TASKS)
+    for task in preferred:
+        of_task = [p for p in pods if p.get("task") == task]
+        if of_task:
+            return min(of_task, key=lambda p: int(p.get("index") or 0))
+    return pods[0]
 
 
 def task_order(job: JSON) -> list[str]:

@@ -1,8 +1,9 @@
-"""`caldera logs JOB [-i POD] [-f] [-t N]`: a pod's log; by default the master's (rank 0), as Arena.
+"""`caldera logs JOB [-i POD] [-f] [-t N]`: a pod's log; by default the chief's, as Arena.
 
-Rank 0 is the first pod of the job's first task (the `master` of a PyTorch job). When
-the job has several pods and none is chosen, the instances are listed on stderr, so
-stdout stays the log alone. `-i` takes a pod name or its short form (`worker-1`).
+The chief is the first pod of the job's chief, master or launcher task, else worker 0
+(a TF job without a chief), else trainer 0 (`common.chief_pod`): never a parameter
+server. When the job has several pods and none is chosen, the instances are listed on
+stderr, so stdout stays the log alone. `-i` takes a pod name or its short form (`worker-1`).
 With `-f`, a job whose pods do not exist yet, or a pod that has not started, is waited
 for; the stream ends when the pod does.
 """
@@ -17,6 +18,7 @@ from caldera.cli.common import (
     FINISHED_JOB_PHASES,
     Cluster,
     Verb,
+    chief_pod,
     clock,
     cluster,
     fail,
@@ -33,22 +35,22 @@ POLL_SECONDS = 0.5
 
 @click.command(cls=Verb)
 @click.argument("job")
-@click.option("-i", "--instance", metavar="POD", help="the pod to show (default: the master, rank 0)")
+@click.option("-i", "--instance", metavar="POD", help="the pod to show (default: the chief, master or worker 0)")
 @click.option("-f", "--follow", is_flag=True, help="keep streaming until the pod ends")
 @click.option("-t", "--tail", type=int, default=-1, show_default=True, help="only the last N lines (-1: all)")
 @namespace_option
 @click.pass_context
 def logs(ctx: click.Context, job: str, instance: str | None, follow: bool, tail: int, namespace: str) -> None:
-    """Print the log of one of JOB's pods (default: the master, rank 0)."""
+    """Print the log of one of JOB's pods (default: the chief: the master, launcher or worker 0)."""
     c, clk = cluster(ctx), clock(ctx)
     pods = _pods(c, namespace, job, follow, clk)
     if not pods:
         fail(ctx, f"job {namespace}/{job} has no pods yet (it is {c.get_job(namespace, job).get('phase')})")
     names = [str(p["name"]) for p in pods]
     if instance is None:
-        pod = names[0]
+        pod = str(chief_pod(c.get_job(namespace, job), pods)["name"])
         if len(names) > 1:
-            listed = ", ".join(f"{n} (rank 0)" if i == 0 else n for i, n in enumerate(names))
+            listed = ", ".join(names)
             click.echo(
                 f"job {namespace}/{job} has {len(names)} instances: {listed}; showing {pod} (choose with -i)", err=True
             )

@@ -2,7 +2,8 @@
 
 For each pod the runtime renders one process from its first container: the
 command and args; the environment (the daemon's PATH with caldera's Python
-first, the container's `env` with fieldRefs resolved, then the framework
+first, PYTHONPYCACHEPREFIX under the home so that no pod writes bytecode into a
+source tree, caldera's or the user's, the container's `env` with fieldRefs resolved, then the framework
 plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
 the working directory (`workingDir`, relative to where the job was submitted,
 else the pod's own directory); and the plugins' files. The image cannot be
@@ -33,6 +34,7 @@ HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
 DATA = "caldera.dev/data"  # "SRC:DST,...": host directory SRC is seen at DST inside the pod's directory
 PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
+PYCACHE = "pycache"  # under the home: where the pods' Python processes keep their bytecode
 
 
 class PortBook:
@@ -159,6 +161,8 @@ class LocalRuntime:
         patch = render(job, task, pod.index, addresses)
         gpus = self.gpus.assign(pod.key, node.name, int(pod.spec.requests().get(GPU, 0.0) / 1000))
         env = self.base_env()
+        # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
+        env["PYTHONPYCACHEPREFIX"] = str(self.home / PYCACHE)
         env.update(_container_env(container, pod, node))
         env.update(patch.env)
         if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):
