@@ -28,6 +28,11 @@ def test_apply_jobs_and_queues_queues_first(run: Run, fake: FakeCluster, tmp_pat
         "job.batch.volcano.sh/train created",
     ]
     assert ("default", "train") in fake.jobs and fake.queues["research"]["spec"]["weight"] == 2
+    assert fake.submit_dirs[("default", "train")] == str(tmp_path)  # relative paths start at the file
+
+
+def test_relative_paths_of_stdin_start_where_apply_runs(run: Run, fake: FakeCluster) -> None:
+    assert run("apply", "-f", "-", input=to_yaml(job())).exit_code == 0
     assert fake.submit_dirs[("default", "train")] == os.getcwd()
 
 

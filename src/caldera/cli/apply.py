@@ -2,8 +2,11 @@
 
 The whole file is read and checked first (every document, every error at once), so a
 file with a broken document changes nothing. Queues and PriorityClasses are applied
-before Jobs, so a file may bring the queue its jobs need. Relative paths in a job
-resolve against the directory `apply` runs in (sent as submitDir).
+before Jobs, so a file may bring the queue its jobs need. Relative paths in a job (its
+containers' `workingDir`, and so the paths in their commands) resolve against the
+directory of the file that holds it, as docker compose reads a compose file, so a
+manifest runs the same from wherever it is applied; a job read from stdin (`-f -`)
+resolves them against the directory `apply` runs in. That directory is sent as submitDir.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ RESOURCES = {"Job": JOB_RESOURCE, "Queue": QUEUE_RESOURCE, "PriorityClass": "pri
 @click.pass_context
 def apply(ctx: click.Context, files: tuple[str, ...], namespace: str | None) -> None:
     """Create or update the Jobs and Queues described in FILE."""
-    docs: list[JSON] = []
+    docs: list[tuple[JSON, str]] = []  # (document, the directory its relative paths start from)
     for path in files:
         with click.open_file(path) as f:
             text = f.read()
@@ -43,11 +46,11 @@ def apply(ctx: click.Context, files: tuple[str, ...], namespace: str | None) -> 
         found = load_documents(text, source)
         if not found:
             raise ValidationError([FieldError("", "no object to apply")], source)
-        docs += [_in_namespace(d, namespace, source) for d in found]
-    docs.sort(key=lambda d: d.get("kind") == "Job")  # stable: queues first, each kind in file order
+        base = os.getcwd() if path == "-" else os.path.dirname(os.path.abspath(path))
+        docs += [(_in_namespace(d, namespace, source), base) for d in found]
+    docs.sort(key=lambda d: d[0].get("kind") == "Job")  # stable: queues first, each kind in file order
     c = cluster(ctx)
-    submit_dir = os.getcwd()
-    for doc in docs:
+    for doc, submit_dir in docs:
         existed = _exists(c, doc)
         c.apply(doc, submit_dir=submit_dir)
         verb = "applied" if existed is None else "configured" if existed else "created"
