@@ -7,6 +7,9 @@ containers' `workingDir`, and so the paths in their commands) resolve against th
 directory of the file that holds it, as docker compose reads a compose file, so a
 manifest runs the same from wherever it is applied; a job read from stdin (`-f -`)
 resolves them against the directory `apply` runs in. That directory is sent as submitDir.
+A Kubeflow training job (`kubeflow.org/v1` TFJob, PyTorchJob, MPIJob, PaddleJob) is sent
+as the Volcano Job it runs as (`caldera.core.kubeflow`) and reported under its own kind
+(`tfjob.kubeflow.org/mnist created`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import click
 
 from caldera.cli.common import JOB_RESOURCE, QUEUE_RESOURCE, Cluster, Verb, cluster
 from caldera.core.errors import FieldError, ValidationError
+from caldera.core.jobkind import resource_name
+from caldera.core.kubeflow import as_volcano, is_kubeflow
+from caldera.core.kubeflow import warnings as kubeflow_warnings
 from caldera.core.manifest import load_documents, load_objects
 from caldera.system.api import JSON, NotFound
 
@@ -48,17 +54,27 @@ def apply(ctx: click.Context, files: tuple[str, ...], namespace: str | None) -> 
             raise ValidationError([FieldError("", "no object to apply")], source)
         base = os.getcwd() if path == "-" else os.path.dirname(os.path.abspath(path))
         docs += [(_in_namespace(d, namespace, source), base) for d in found]
-    docs.sort(key=lambda d: d[0].get("kind") == "Job")  # stable: queues first, each kind in file order
+    docs.sort(key=lambda d: d[0].get("kind") == "Job" or is_kubeflow(d[0]))  # stable: queues first, in file order
     c = cluster(ctx)
     for doc, submit_dir in docs:
-        existed = _exists(c, doc)
-        c.apply(doc, submit_dir=submit_dir)
+        for warning in kubeflow_warnings(doc):
+            click.echo(f"caldera: warning: {_resource(doc)}: {warning}", err=True)
+        job = as_volcano(doc)
+        existed = _exists(c, job)
+        c.apply(job, submit_dir=submit_dir)
         verb = "applied" if existed is None else "configured" if existed else "created"
-        click.echo(f"{RESOURCES.get(str(doc.get('kind')), doc.get('kind'))}/{doc['metadata']['name']} {verb}")
+        click.echo(f"{_resource(doc)} {verb}")
+
+
+def _resource(doc: JSON) -> str:
+    name = doc["metadata"]["name"]
+    if is_kubeflow(doc):
+        return resource_name(str(doc["apiVersion"]), str(doc["kind"]), name)
+    return f"{RESOURCES.get(str(doc.get('kind')), doc.get('kind'))}/{name}"
 
 
 def _in_namespace(doc: JSON, namespace: str | None, source: str) -> JSON:
-    if doc.get("kind") != "Job":
+    if doc.get("kind") != "Job" and not is_kubeflow(doc):
         return doc
     meta = doc.get("metadata") or {}
     given = meta.get("namespace")

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from caldera.core.errors import CalderaError, FieldError, ValidationError
+from caldera.core.kubeflow import as_volcano
 from caldera.system.api import JSON, Conflict, Expired, NotFound
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
@@ -53,6 +54,8 @@ class Client:
     # ------------------------------------------------------------ writes
 
     def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        """Create or update the object; a Kubeflow training job is sent as the Volcano Job it runs as."""
+        manifest = as_volcano(manifest)
         params = {"submitDir": submit_dir} if submit_dir else None
         return self._json("POST", _collection(manifest), json=manifest, params=params)
 
@@ -208,7 +211,9 @@ def _collection(manifest: JSON) -> str:
         return QUEUES
     if (api, kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
         return PRIORITY_CLASSES
-    rule = f"cannot apply {api} {kind}: caldera applies Volcano Jobs and Queues and PriorityClasses"
+    rule = (
+        f"cannot apply {api} {kind}: caldera applies Volcano Jobs, Kubeflow training jobs, Queues and PriorityClasses"
+    )
     raise ValidationError([FieldError("kind", rule)])
 
 

@@ -49,7 +49,7 @@ USER_ACTIONS = (
     "CompleteJob",
     "ResumeJob",
 )
-JOB_PLUGINS = ("env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "paddle")
+JOB_PLUGINS = ("env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "paddle", "kubeflow")
 QUEUE_STATES = (QUEUE_OPEN, QUEUE_CLOSING, QUEUE_CLOSED)
 MAX_QUEUE_WEIGHT = 65535
 # Kubernetes reserves priorities above this for classes named `system-...`.
