@@ -17,6 +17,8 @@ from caldera.cli.down import down
 from caldera.cli.get import get
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
+from caldera.cli.node import node
+from caldera.cli.priorityclass import priorityclass
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
 from caldera.cli.scale import scale
@@ -56,6 +58,8 @@ for command in (
     wait,
     scale,
     tensorboard,
+    node,
+    priorityclass,
 ):
     cli.add_command(command)
 

@@ -16,6 +16,8 @@ from caldera.cli.get import get
 from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
+from caldera.cli.node import node
+from caldera.cli.priorityclass import priorityclass
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
 from caldera.cli.scale import scale
@@ -52,6 +54,8 @@ for command in (
     scale,
     launch,
     queue,
+    priorityclass,
+    node,
     simulate,
     tensorboard,
 ):

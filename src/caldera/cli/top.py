@@ -31,6 +31,7 @@ from caldera.cli.common import (
     table,
     text,
 )
+from caldera.cli.node import labels_text, taints_text
 from caldera.cli.output import as_list, emit, emit_names, job_resource_name, print_table
 from caldera.core.quantity import QuantityError
 from caldera.core.resources import add, from_units, is_bytes, parse_resource_list, scale, to_units
@@ -74,8 +75,7 @@ def top_node(ctx: click.Context, output: str, no_headers: bool) -> None:
             text(n.get("pods")),
         ]
         if wide:
-            labels = ",".join(f"{k}={v}" for k, v in sorted((n.get("labels") or {}).items()))
-            row += [text(labels), text(",".join(_taint(x) for x in n.get("taints") or []))]
+            row += [text(labels_text(n)), text(taints_text(n))]
         t.add_row(*row)
     print_table(t, no_headers)
     virtual = " (virtual)" if any(n.get("virtualGpus") for n in nodes) else ""
@@ -206,8 +206,3 @@ def short(resource: str, value: float) -> str:
         return f"{value:g}"
     cores = round(value / 1000, 1)
     return f"{cores:g}" if cores else f"{round(value):g}m"
-
-
-def _taint(taint: Mapping[str, object]) -> str:
-    value = f"={taint['value']}" if taint.get("value") else ""
-    return f"{taint.get('key')}{value}:{taint.get('effect')}"

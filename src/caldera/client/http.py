@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NoReturn, cast
 from urllib.parse import quote
 
@@ -98,6 +98,19 @@ class Client:
 
     def list_nodes(self) -> list[JSON]:
         return _items(self._json("GET", f"{CORE}/nodes"))
+
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        patch: JSON = {}
+        if labels is not None:
+            patch["metadata"] = {"labels": dict(labels)}
+        if taints is not None:
+            patch["spec"] = {"taints": taints}
+        return self._json("PATCH", f"{CORE}/nodes/{_seg(name)}", json=patch)
+
+    def list_priority_classes(self) -> list[JSON]:
+        return _items(self._json("GET", PRIORITY_CLASSES))
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         path = f"{CORE}/events" if namespace is None else f"{CORE}/namespaces/{_seg(namespace)}/events"

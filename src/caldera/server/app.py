@@ -12,7 +12,9 @@
   PUT    /apis/scheduling.volcano.sh/v1beta1/queues/{name}/state {"state": "Open" | "Closed"}
   DELETE /apis/scheduling.volcano.sh/v1beta1/queues/{name}
   POST   /apis/scheduling.k8s.io/v1/priorityclasses            apply a PriorityClass (201)
+  GET    /apis/scheduling.k8s.io/v1/priorityclasses            the PriorityClasses
   GET    /api/v1/nodes                                         node summaries
+  PATCH  /api/v1/nodes/{name}   {"metadata": {"labels"}, "spec": {"taints"}} (merge patch) → the node summary
   GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
   GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N   the log, streamed
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
@@ -165,6 +167,10 @@ def _volcano(cluster: ClusterAPI) -> APIRouter:
     def apply_priority_class(manifest: Manifest) -> JSON:
         return cluster.apply(_of_kind(manifest, "/apis/scheduling.k8s.io/v1", "PriorityClass"))
 
+    @r.get(PRIORITY_CLASSES)
+    def list_priority_classes() -> JSON:
+        return _list("PriorityClassList", cluster.list_priority_classes())
+
     return r
 
 
@@ -174,6 +180,11 @@ def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
     @r.get("/nodes")
     def list_nodes() -> JSON:
         return _list("NodeList", cluster.list_nodes())
+
+    @r.patch("/nodes/{name}")
+    def patch_node(name: str, patch: Manifest) -> JSON:
+        labels, taints = _node_patch(patch)
+        return cluster.patch_node(name, labels, taints)
 
     @r.get("/events")
     def all_events(objects: Objects = None, since: Since = 0) -> JSON:
@@ -226,6 +237,30 @@ def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None, clo
         return {"kind": "Status", "status": "ShuttingDown", "stopPods": stop_pods}
 
     return r
+
+
+def _node_patch(patch: JSON) -> tuple[dict[str, str | None] | None, list[JSON] | None]:
+    """The labels and taints of a node merge patch; anything else in it is refused."""
+    errors = [
+        FieldError(k, "a node patch changes metadata.labels and spec.taints only")
+        for k in patch
+        if k not in ("metadata", "spec")
+    ]
+    meta, spec = patch.get("metadata") or {}, patch.get("spec") or {}
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        raise ValidationError([FieldError("", "metadata and spec must be mappings")])
+    errors += [FieldError(f"metadata.{k}", "only labels can be patched") for k in meta if k != "labels"]
+    errors += [FieldError(f"spec.{k}", "only taints can be patched") for k in spec if k != "taints"]
+    labels, taints = meta.get("labels"), spec.get("taints")
+    if labels is not None and not (
+        isinstance(labels, dict) and all(isinstance(v, str | None) for v in labels.values())
+    ):
+        errors.append(FieldError("metadata.labels", "must map label keys to text (null removes a label)"))
+    if taints is not None and not isinstance(taints, list):
+        errors.append(FieldError("spec.taints", "must be a list of taints"))
+    if errors:
+        raise ValidationError(errors)
+    return labels, taints
 
 
 def _list(kind: str, items: list[JSON]) -> JSON:

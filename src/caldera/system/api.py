@@ -24,6 +24,7 @@ watch batch (`changes`), Kubernetes' watch events:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from caldera.core.errors import CalderaError
@@ -78,6 +79,15 @@ class ClusterAPI(Protocol):
         of its range (an elastic task's [minAvailable, max])."""
         ...
 
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        """Change a node's labels (merged; a None value removes one) and/or taints (replaced); its node summary.
+
+        `caldera node label|taint`, as a JSON merge patch of {"metadata": {"labels"}, "spec": {"taints"}}.
+        Raises NotFound for no such node, ValidationError for a label the cluster owns or a bad taint."""
+        ...
+
     def shutdown(self, stop_pods: bool = True) -> None:
         """Stop the daemon; with `stop_pods`, every pod first (`caldera down`)."""
         ...
@@ -99,6 +109,10 @@ class ClusterAPI(Protocol):
     def get_queue(self, name: str) -> JSON: ...
 
     def list_nodes(self) -> list[JSON]: ...
+
+    def list_priority_classes(self) -> list[JSON]:
+        """Every PriorityClass (`scheduling.k8s.io/v1` objects), by name."""
+        ...
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]: ...
 

@@ -11,7 +11,7 @@ log followers (`stream_log`) wake up on every change instead of polling.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.jobkind import applied_as, job_type
 from caldera.core.manifest import parse_object
+from caldera.core.validation import priority_class_errors
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
 from caldera.utils.clock import Clock, ManualClock
 
@@ -119,6 +120,7 @@ class FakeCluster:
         self.shutdowns: list[bool] = []
         self.scales: list[tuple[str, str, int, str]] = []
         self.submit_dirs: dict[tuple[str, str], str | None] = {}
+        self.patches: list[tuple[str, dict[str, str | None], list[JSON] | None]] = []
         self._changed = threading.Condition()
         self.apply({"apiVersion": o.SCHEDULING_API, "kind": "Queue", "metadata": {"name": "default"}, "spec": {}})
 
@@ -143,6 +145,8 @@ class FakeCluster:
         if queue["status"]["state"] != o.QUEUE_OPEN:
             rule = f"queue {job.spec.queue!r} is {queue['status']['state']}: it takes no new job"
             raise ValidationError([FieldError("spec.queue", rule)])
+        if unknown := priority_class_errors(job, self.priority_classes):
+            raise ValidationError(unknown, f"job {job.name}")
         key = (namespace, job.name)
         fake = FakeJob(dict(manifest), namespace, job.name, job.spec.queue, job.spec.min_available, self.clock.now())
         for task in job.spec.tasks:
@@ -251,6 +255,24 @@ class FakeCluster:
 
     def list_nodes(self) -> list[JSON]:
         return [dict(n) for n in self.nodes]
+
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        with self._changed:
+            node = next((n for n in self.nodes if n["name"] == name), None)
+            if node is None:
+                raise NotFound(f"node {name} not found")
+            merged = {**(node.get("labels") or {}), **(labels or {})}
+            node["labels"] = {k: v for k, v in merged.items() if v is not None}
+            if taints is not None:
+                node["taints"] = list(taints)
+            self.patches.append((name, dict(labels or {}), taints))
+            return dict(node)
+
+    def list_priority_classes(self) -> list[JSON]:
+        with self._changed:
+            return [self.priority_classes[n] for n in sorted(self.priority_classes)]
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         with self._changed:
