@@ -1,12 +1,16 @@
-"""What a newcomer trips on, on a real daemon: bytecode next to the sources, which pod's log `logs` shows."""
+"""What a newcomer meets, on a real daemon: bytecode kept out of the sources, the SDK, completion, the API docs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
-from .conftest import Caldera, job_manifest
+from .conftest import CALDERA, Caldera, job_manifest
 
 pytestmark = pytest.mark.e2e
 
@@ -31,3 +35,54 @@ def test_pods_write_no_bytecode_next_to_the_sources_they_import(caldera: Caldera
     cached = [p.relative_to(caldera.home / "pycache") for p in (caldera.home / "pycache").rglob("*.pyc")]
     assert any(p.name.startswith("helper.") for p in cached), cached
     assert any("launcher" in p.parts and p.name.startswith("main.") for p in cached), cached
+
+
+NOTEBOOK = """
+import caldera.jobs
+from caldera.client import connect
+
+job = caldera.jobs.pytorch(name="nb", workers=2, cpu="100m",
+                           command=["python", "-c", "import os; print('rank', os.environ['RANK'])"])
+with connect() as client:
+    client.apply(job)
+    done = client.wait_job("default", "nb", timeout=120)
+    print("phase", done["phase"], "pods", len(done["pods"]))
+    print("".join(client.stream_log("default", "nb-worker-0")).splitlines()[-1])
+"""
+
+
+def test_the_sdk_from_a_notebook_like_process(caldera: Caldera, tmp_path: Path) -> None:
+    caldera.up()
+    env = {**os.environ, "CALDERA_HOME": str(caldera.home)}
+    r = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["phase Completed pods 2", "rank 1"]
+
+
+def test_shell_completion_names_the_daemons_jobs(caldera: Caldera) -> None:
+    caldera.up()
+    caldera.apply(job_manifest("train", ["true"]))
+    caldera.apply(job_manifest("tune", ["true"]))
+    env = {**os.environ, "CALDERA_HOME": str(caldera.home), "_CALDERA_COMPLETE": "bash_complete"}
+    env |= {"COMP_WORDS": "caldera logs t", "COMP_CWORD": "2"}
+    r = subprocess.run([*CALDERA, "logs", "t"], check=False, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["plain,train", "plain,tune"]
+
+
+def test_caldera_docs_opens_the_api_docs_with_the_token(caldera: Caldera) -> None:
+    caldera.up()
+    url = caldera.ok("docs").strip()
+    assert url.startswith("http://127.0.0.1:") and "/docs?token=" in url
+    with httpx.Client(timeout=30) as browser:
+        page = browser.get(url)
+        assert page.status_code == 200 and "swagger-ui" in page.text
+        assert browser.get(url.split("/docs")[0] + "/openapi.json").status_code == 200  # the cookie opens the rest

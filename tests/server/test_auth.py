@@ -74,3 +74,22 @@ def test_refused_over_real_http(live: LiveServer) -> None:
 def test_an_empty_token_is_refused_at_construction(fake: FakeCluster) -> None:
     with pytest.raises(ValueError, match="must not be empty"):
         create_app(fake, "")
+
+
+def test_the_interactive_docs_are_behind_the_token_then_the_browser_holds_it(anonymous: httpx.Client) -> None:
+    assert anonymous.get("/docs").status_code == 401
+    assert anonymous.get("/docs", params={"token": "wrong"}).status_code == 401
+    page = anonymous.get("/docs", params={"token": TOKEN})
+    assert page.status_code == 200 and "swagger-ui" in page.text and "/openapi.json" in page.text
+    cookie = page.headers["set-cookie"]
+    assert cookie.startswith(f"caldera_token={TOKEN};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    # The browser now sends the cookie: the description and the API answer (the docs' "Try it out").
+    assert anonymous.cookies.get("caldera_token") == TOKEN
+    assert anonymous.get("/openapi.json").json()["info"]["title"] == "caldera"
+    assert anonymous.get("/apis/batch.volcano.sh/v1alpha1/jobs").status_code == 200
+    anonymous.cookies.clear()
+    anonymous.cookies.set("caldera_token", "forged")
+    assert anonymous.get("/openapi.json").status_code == 401
+    assert (
+        anonymous.get("/openapi.json", params={"token": TOKEN}).status_code == 401
+    )  # a token in a URL opens /docs only

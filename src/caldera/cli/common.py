@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 from rich.console import Console
 
 from caldera.cli.output import TextTable
@@ -146,6 +147,38 @@ def selector_option(f: F) -> F:
         callback=_selector,
         help="only jobs whose labels match (k=v, k!=v, 'k in (a,b)', k, !k; comma-separated, all must hold)",
     )(f)
+
+
+def complete_jobs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of a job name: the jobs of the namespace given so far (`-n`), with their phase.
+
+    A shell asks this at every Tab: a daemon that does not answer means no completions, never an error."""
+    namespace = ctx.params.get("namespace") or "default"
+    try:
+        jobs = cluster(ctx).list_jobs(None if ctx.params.get("all_namespaces") else namespace)
+    except CalderaError:
+        return []
+    return [
+        CompletionItem(str(j["name"]), help=str(j.get("phase") or ""))
+        for j in jobs
+        if str(j["name"]).startswith(incomplete)
+    ]
+
+
+def complete_queues(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        names = [str(q["metadata"]["name"]) for q in cluster(ctx).list_queues()]
+    except CalderaError:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        names = [str(n["name"]) for n in cluster(ctx).list_nodes()]
+    except CalderaError:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
 def select_jobs(c: ClusterAPI, namespace: str | None, selector: Selector | None) -> list[JSON]:

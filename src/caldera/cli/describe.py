@@ -5,13 +5,13 @@ from __future__ import annotations
 import click
 import yaml
 
-from caldera.cli.common import Verb, age, clock, cluster, namespace_option, table, task_order, text
+from caldera.cli.common import Verb, age, clock, cluster, complete_jobs, namespace_option, table, task_order, text
 from caldera.cli.get import header_lines, pods_table
 from caldera.cli.output import emit, print_table, with_rfc3339
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @namespace_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True, help="format"

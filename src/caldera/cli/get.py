@@ -24,6 +24,7 @@ from caldera.cli.common import (
     all_namespaces_option,
     clock,
     cluster,
+    complete_jobs,
     fail,
     job_duration,
     namespace_option,
@@ -56,7 +57,7 @@ POD_COLUMNS = ("INSTANCE", "TASK", "PHASE", "NODE", "EXIT", "RESTARTS", "AGE")
 
 
 @click.command(cls=Verb)
-@click.argument("jobs", nargs=-1, metavar="[KIND] [JOB]...")
+@click.argument("jobs", nargs=-1, metavar="[KIND] [JOB]...", shell_complete=complete_jobs)
 @namespace_option
 @all_namespaces_option
 @selector_option

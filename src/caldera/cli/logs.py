@@ -21,6 +21,7 @@ from caldera.cli.common import (
     chief_pod,
     clock,
     cluster,
+    complete_jobs,
     fail,
     namespace_option,
     ordered_pods,
@@ -34,7 +35,7 @@ POLL_SECONDS = 0.5
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @click.option("-i", "--instance", metavar="POD", help="the pod to show (default: the chief, master or worker 0)")
 @click.option("-f", "--follow", is_flag=True, help="keep streaming until the pod ends")
 @click.option("-t", "--tail", type=int, default=-1, show_default=True, help="only the last N lines (-1: all)")

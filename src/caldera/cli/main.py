@@ -9,8 +9,10 @@ import click
 
 from caldera import __version__
 from caldera.cli.apply import apply
+from caldera.cli.completion import completion
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
+from caldera.cli.docs import docs
 from caldera.cli.down import down
 from caldera.cli.get import get
 from caldera.cli.launch import launch
@@ -58,6 +60,8 @@ for command in (
     node,
     simulate,
     tensorboard,
+    completion,
+    docs,
 ):
     cli.add_command(command)
 

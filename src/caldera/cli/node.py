@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import VerbGroup, cluster, no_headers_option, output_option, table, text
+from caldera.cli.common import VerbGroup, cluster, complete_nodes, no_headers_option, output_option, table, text
 from caldera.cli.output import as_list, emit, emit_names, print_table
 from caldera.core.nodelabels import parse_label, parse_taint, parse_taint_removal
 from caldera.system.api import JSON, NotFound
@@ -43,7 +43,7 @@ def list_nodes(ctx: click.Context, output: str, no_headers: bool) -> None:
 
 
 @node.command("label")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_nodes)
 @click.argument("labels", nargs=-1, required=True, metavar="K=V|K-...")
 @click.option("--overwrite", is_flag=True, help="change a label that has a value already")
 @click.pass_context
@@ -63,7 +63,7 @@ def label(ctx: click.Context, name: str, labels: tuple[str, ...], overwrite: boo
 
 
 @node.command("taint")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_nodes)
 @click.argument("taints", nargs=-1, required=True, metavar="K[=V]:EFFECT|K[:EFFECT]-...")
 @click.pass_context
 def taint(ctx: click.Context, name: str, taints: tuple[str, ...]) -> None:

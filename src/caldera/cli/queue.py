@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import QUEUE_RESOURCE, VerbGroup, cluster, no_headers_option, output_option, table, text
+from caldera.cli.common import (
+    QUEUE_RESOURCE,
+    VerbGroup,
+    cluster,
+    complete_queues,
+    no_headers_option,
+    output_option,
+    table,
+    text,
+)
 from caldera.cli.output import as_list, emit, emit_names, print_table
 from caldera.core.objects import SCHEDULING_API
 from caldera.system.api import JSON, Conflict, NotFound
@@ -63,7 +72,7 @@ def create(
 
 
 @queue.command("update")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @_spec_options
 @click.pass_context
 def update(
@@ -124,7 +133,7 @@ def list_queues(ctx: click.Context, output: str, no_headers: bool) -> None:
 
 
 @queue.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 @click.pass_context
 def get_queue(ctx: click.Context, name: str, output: str) -> None:
@@ -133,7 +142,7 @@ def get_queue(ctx: click.Context, name: str, output: str) -> None:
 
 
 @queue.command("open")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def open_queue(ctx: click.Context, name: str) -> None:
     """Open queue NAME: it takes new jobs again."""
@@ -142,7 +151,7 @@ def open_queue(ctx: click.Context, name: str) -> None:
 
 
 @queue.command("close")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def close_queue(ctx: click.Context, name: str) -> None:
     """Close queue NAME: no new job; the jobs in it run on."""
@@ -151,7 +160,7 @@ def close_queue(ctx: click.Context, name: str) -> None:
 
 
 @queue.command("delete")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def delete_queue(ctx: click.Context, name: str) -> None:
     """Delete queue NAME (it must have no jobs)."""

@@ -21,6 +21,7 @@ from caldera.cli.common import (
     all_namespaces_option,
     clock,
     cluster,
+    complete_jobs,
     job_duration,
     namespace_option,
     no_headers_option,
@@ -84,7 +85,7 @@ def top_node(ctx: click.Context, output: str, no_headers: bool) -> None:
 
 
 @top.command("job")
-@click.argument("job", required=False)
+@click.argument("job", required=False, shell_complete=complete_jobs)
 @namespace_option
 @all_namespaces_option
 @selector_option

@@ -27,6 +27,7 @@ PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 CORE = "/api/v1"
 UNAUTHORISED = "not authorised: wrong or missing token"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+ENDED = ("Completed", "Failed", "Terminated", "Aborted")  # the phases a job stays in
 
 
 def _seg(value: str) -> str:
@@ -164,6 +165,27 @@ class Client:
                         yield _watch_event(line)
         except httpx.HTTPError as e:
             self._unreachable(e)
+
+    def wait_job(
+        self, namespace: str, name: str, *, phases: tuple[str, ...] = ENDED, timeout: float | None = None
+    ) -> JSON:
+        """Block until the job is in one of `phases` (default: it has ended); its summary then.
+
+        Follows the daemon's watch (nothing is polled). Raises NotFound if there is no such
+        job or it is deleted meanwhile, CalderaError if `timeout` seconds pass first."""
+        summary = self.get_job(namespace, name)
+        if summary.get("phase") in phases:
+            return summary
+        for event in self.watch(("Job",), namespace, timeout=timeout):
+            obj = event.get("object") or {}
+            if event["type"] == "BOOKMARK" or (obj.get("metadata") or {}).get("name") != name:
+                continue
+            if event["type"] == "DELETED":
+                raise NotFound(f"job {namespace}/{name} was deleted")
+            if ((obj.get("status") or {}).get("state") or {}).get("phase") in phases:
+                return self.get_job(namespace, name)
+        waited = f"after {timeout:g}s" if timeout is not None else "when the daemon ended the watch"
+        raise CalderaError(f"job {namespace}/{name} is not {' or '.join(phases)} {waited}")
 
     def pod_log(self, namespace: str, pod: str) -> str:
         """The path of the pod's log file on the daemon's machine."""

@@ -20,6 +20,7 @@
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
+  GET    /docs?token=T  the interactive documentation (Swagger UI); the token becomes a cookie
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
 errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
 the blocking cluster calls in its thread pool, never on the event loop.
@@ -33,7 +34,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request
-from fastapi.responses import PlainTextResponse, StreamingResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
@@ -51,6 +53,7 @@ PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 CORE = "/api/v1"
 JOB = f"{JOBS}/namespaces/{{namespace}}/jobs/{{name}}"
 SUCCESS: JSON = {"kind": "Status", "status": "Success"}
+DOCS = "/docs"
 
 Manifest = Annotated[dict[str, Any], Body(description="the object's manifest, as JSON")]
 Objects = Annotated[list[str] | None, Query(alias="object", description="only events about these objects")]
@@ -89,9 +92,14 @@ def create_app(
         title="caldera",
         version=__version__,
         description="The caldera daemon's API: Volcano Jobs and Queues, nodes, events and pod logs.",
-        docs_url=None,  # an HTML page cannot send the bearer token; /openapi.json is the description
+        docs_url=None,  # served below, behind the token (a browser holds it as a cookie: errors.BearerAuth)
         redoc_url=None,
     )
+
+    @app.get(DOCS, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="caldera API")
+
     install_error_handlers(app)
     closing = threading.Event()  # set on POST /shutdown: watch streams end instead of holding the server up
     app.include_router(_volcano(cluster))
@@ -99,7 +107,7 @@ def create_app(
     app.include_router(watch_router(cluster, clock or SystemClock(), closing))
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
-    app.add_middleware(BearerAuth, token=token)  # added last, so it runs first
+    app.add_middleware(BearerAuth, token=token, docs_path=DOCS)  # added last, so it runs first
     return app
 
 

@@ -2,7 +2,8 @@
 
 Every error body is {"error": one line, "reason": ...}; a ValidationError adds
 "errors" [{"path", "rule"}] and "source" so the client rebuilds it exactly.
-  401 Unauthorized  no token or a wrong one (checked before anything else, in constant time)
+  401 Unauthorized  no token or a wrong one (checked before anything else, in constant time;
+                    a browser's is the cookie /docs?token=... gives it, see BearerAuth)
   404 NotFound      no such job, queue, pod, or route
   409 Conflict      not allowed in the object's current state
   410 Expired       a watch from a resourceVersion older than the change log keeps
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -79,22 +82,62 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
+    """ASGI middleware: every HTTP request must carry the token.
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    Programs send `Authorization: Bearer <token>`. A browser cannot, so the interactive
+    documentation (`/docs?token=<token>`) answers with the token as a cookie (`COOKIE`,
+    HttpOnly, SameSite=Strict: no other site's page can send it), which then stands for the
+    header on every request of that browser."""
+
+    def __init__(self, app: ASGIApp, token: str, *, docs_path: str = "/docs") -> None:
         self.app = app
+        self._token = token.encode()
         self._expected = f"Bearer {token}".encode()
+        self._docs = docs_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = Headers(scope=scope).get("authorization", "").encode("latin-1", "replace")
-            # compare_digest takes the same time wherever the first difference is.
-            if not hmac.compare_digest(given, self._expected):
-                response = error_response(401, "Unauthorized", UNAUTHORISED)
-                response.headers["WWW-Authenticate"] = "Bearer"
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        given = headers.get("authorization", "").encode("latin-1", "replace")
+        cookie = _cookie(headers.get("cookie", ""), COOKIE).encode("latin-1", "replace")
+        # compare_digest takes the same time wherever the first difference is.
+        if hmac.compare_digest(given, self._expected) or (cookie and hmac.compare_digest(cookie, self._token)):
+            await self.app(scope, receive, send)
+            return
+        asked = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0].encode("latin-1")
+        if scope["path"] == self._docs and asked and hmac.compare_digest(asked, self._token):
+            await self.app(scope, receive, _with_cookie(send, self._token.decode()))
+            return
+        response = error_response(401, "Unauthorized", UNAUTHORISED)
+        response.headers["WWW-Authenticate"] = "Bearer"
+        await response(scope, receive, send)
+
+
+COOKIE = "caldera_token"
+
+
+def _cookie(header: str, name: str) -> str:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return ""
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None else ""
+
+
+def _with_cookie(send: Send, token: str) -> Send:
+    """`send`, adding the token cookie to the response's headers."""
+    cookie = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
+        await send(message)
+
+    return sending
 
 
 class CatchAll:
