@@ -6,7 +6,7 @@ import pytest
 
 from caldera.testing.fake_cluster import FakeCluster
 
-from .conftest import Run
+from .conftest import NOW, Run
 from .manifests import job
 
 
@@ -98,3 +98,28 @@ def test_a_job_without_pods_yet(run: Run, fake: FakeCluster) -> None:
     fake.jobs[("default", "train")].pods.clear()
     r = run("logs", "train")
     assert r.exit_code == 2 and r.stderr == "caldera: error: job default/train has no pods yet (it is Pending)\n"
+
+
+def test_since_and_timestamps_ask_the_cluster_for_lines_by_time(run: Run, fake: FakeCluster) -> None:
+    fake.apply(job("t", workers=0))
+    fake.write_log("default", "t-master-0", "old\n")  # at CREATED, NOW - 125 s
+    fake.clock.set(NOW - 30)  # type: ignore[attr-defined]
+    fake.write_log("default", "t-master-0", "recent\n")
+    fake.clock.set(NOW)  # type: ignore[attr-defined]
+    assert run("logs", "t", "--since", "1m").stdout == "recent\n"
+    assert run("logs", "t", "--since-time", "1970-01-12T13:48:00Z").stdout == "recent\n"  # NOW - 45 s
+    stamped = run("logs", "t", "--timestamps").stdout.splitlines()
+    assert stamped == ["1970-01-12T13:46:40.000000Z old", "1970-01-12T13:48:15.000000Z recent"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--since", "soon"], "--since", id="bad-duration"),
+        pytest.param(["--since-time", "yesterday"], "is not an RFC 3339 time", id="bad-time"),
+        pytest.param(["--since", "1m", "--since-time", "2024-01-01T00:00:00Z"], "not both", id="both"),
+    ],
+)
+def test_bad_since(run: Run, logged: FakeCluster, args: list[str], message: str) -> None:
+    r = run("logs", "train", *args)
+    assert r.exit_code == 2 and message in r.stderr

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
+
+from caldera.testing.waiting import wait_until
+from caldera.utils.clock import SystemClock
 
 from .conftest import CALDERA, Caldera, job_manifest
 
@@ -86,3 +90,29 @@ def test_caldera_docs_opens_the_api_docs_with_the_token(caldera: Caldera) -> Non
         page = browser.get(url)
         assert page.status_code == 200 and "swagger-ui" in page.text
         assert browser.get(url.split("/docs")[0] + "/openapi.json").status_code == 200  # the cookie opens the rest
+
+
+def test_logs_since_and_timestamps_on_a_real_pod(caldera: Caldera, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    script = (
+        "import os, select\n"
+        "print('first', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}):\n"
+        "    select.select([], [], [], 0.05)\n"
+        "print('second', flush=True)\n"
+    )
+    caldera.up()
+    caldera.apply(job_manifest("timed", ["python", "-c", script]))
+    wait_until(lambda: "first" in caldera.pod_log("timed-worker-0") if caldera.pod_dir("timed-worker-0").exists() else False,
+               timeout=60, what="the first line")  # fmt: skip
+    between = SystemClock().now()
+    wait_until(lambda: SystemClock().now() > between + 0.01, timeout=5, what="a moment to pass", interval=0.005)
+    go.touch()
+    caldera.wait_job("timed", lambda j: j["phase"] == "Completed", "the job to complete")
+    stamped = caldera.ok("logs", "timed", "--timestamps").splitlines()
+    assert [line.split(" ", 1)[1] for line in stamped][-2:] == ["first", "second"]
+    times = [datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00")).timestamp() for line in stamped]
+    assert times == sorted(times) and times[-2] <= between < times[-1]
+    since = datetime.fromtimestamp(between, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert caldera.ok("logs", "timed", "--since-time", since) == "second\n"
+    assert caldera.ok("logs", "timed", "--since", "1h").endswith("first\nsecond\n")

@@ -2,6 +2,7 @@
 
 A pod's directory, ``<home>/pods/<ns>/<name>/``, holds
   log             stdout+stderr of every attempt, appended; each attempt opens with a header line
+  log.times       when each line of the log was written: "OFFSET SECONDS" a line (the shim's)
   proc.json       the attempt that runs, or whose end was not handed out yet: pid, pgid, start_ticks, attempt, argv
   proc.done.json  the last attempt whose end was handed out (kept for post-mortems)
   exit            written by the shim when an attempt ends: exit_code, attempt, finished_at
@@ -21,12 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from caldera.backends.shim import EXIT_FILE, read_json
+from caldera.backends.shim import EXIT_FILE, TIMES_FILE, read_json
 
 LOG_FILE = "log"
 PROC_FILE = "proc.json"
 DONE_FILE = "proc.done.json"
-_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE})
+_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE, TIMES_FILE})
 
 EventKind = Literal["exited", "stopped", "running"]
 
@@ -154,7 +155,10 @@ def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
     with open(log, "ab+") as f:
         # If the last attempt died mid-line, the header still starts a line of its own.
         torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+        header_at = f.seek(0, os.SEEK_END) + int(torn)
         f.write((("\n" if torn else "") + f"=== attempt {spec.attempt} started {started} ===\n").encode())
+    with open(where / TIMES_FILE, "a") as times:  # the shim notes the lines that follow
+        times.write(f"{header_at} {now:.6f}\n")
     return log
 
 

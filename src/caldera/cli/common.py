@@ -45,7 +45,16 @@ _CLIENT = "caldera.client"
 class Cluster(ClusterAPI, Protocol):
     """What the verbs use: the cluster's API, the pod logs as text and watch events (a `Client`, or a fake)."""
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]: ...
+    def stream_log(
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+    ) -> Iterator[str]: ...
 
     def watch(
         self,

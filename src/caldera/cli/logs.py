@@ -5,12 +5,17 @@ The chief is the first pod of the job's chief, master or launcher task, else wor
 server. When the job has several pods and none is chosen, the instances are listed on
 stderr, so stdout stays the log alone. `-i` takes a pod name or its short form (`worker-1`).
 With `-f`, a job whose pods do not exist yet, or a pod that has not started, is waited
-for; the stream ends when the pod does.
+for; the stream ends when the pod does. `--since 5m` / `--since-time T` keep the lines
+written from then on and `--timestamps` prefixes each line with when it was written, as
+kubectl's (the embedded cluster notes when each line came: `server/logtimes.py`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
 
 import click
 
@@ -28,10 +33,32 @@ from caldera.cli.common import (
     task_order,
     waiting,
 )
+from caldera.core.duration import parse_duration
 from caldera.system.api import JSON, NotFound
 from caldera.utils.clock import Clock
 
 POLL_SECONDS = 0.5
+
+
+def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    if seconds <= 0:
+        raise click.BadParameter(f"{value!r} must be more than 0", ctx, param)
+    return seconds
+
+
+def _since_time(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an RFC 3339 time (2024-05-01T12:00:00Z)", ctx, param) from None
 
 
 @click.command(cls=Verb)
@@ -39,9 +66,22 @@ POLL_SECONDS = 0.5
 @click.option("-i", "--instance", metavar="POD", help="the pod to show (default: the chief, master or worker 0)")
 @click.option("-f", "--follow", is_flag=True, help="keep streaming until the pod ends")
 @click.option("-t", "--tail", type=int, default=-1, show_default=True, help="only the last N lines (-1: all)")
+@click.option("--since", metavar="DURATION", callback=_since, help="only lines of the last DURATION (5s, 2m, 1h30m)")
+@click.option("--since-time", metavar="RFC3339", callback=_since_time, help="only lines from this time on")
+@click.option("--timestamps", is_flag=True, help="each line after the time it was written (RFC 3339)")
 @namespace_option
 @click.pass_context
-def logs(ctx: click.Context, job: str, instance: str | None, follow: bool, tail: int, namespace: str) -> None:
+def logs(
+    ctx: click.Context,
+    job: str,
+    instance: str | None,
+    follow: bool,
+    tail: int,
+    since: float | None,
+    since_time: float | None,
+    timestamps: bool,
+    namespace: str,
+) -> None:
     """Print the log of one of JOB's pods (default: the chief: the master, launcher or worker 0)."""
     c, clk = cluster(ctx), clock(ctx)
     pods = _pods(c, namespace, job, follow, clk)
@@ -61,7 +101,10 @@ def logs(ctx: click.Context, job: str, instance: str | None, follow: bool, tail:
         pod = f"{job}-{instance}"
     else:
         fail(ctx, f"{instance} is not an instance of job {namespace}/{job} (instances: {', '.join(names)})")
-    for chunk in _stream(c, namespace, job, pod, follow, tail, clk):
+    if since is not None and since_time is not None:
+        raise click.UsageError("give --since or --since-time, not both")
+    reading = Reading(follow, tail, None if since is None else math.ceil(since), timestamps, since_time)
+    for chunk in _stream(c, namespace, job, pod, reading, clk):
         click.echo(chunk, nl=False)
 
 
@@ -77,13 +120,35 @@ def _pods(c: Cluster, namespace: str, job: str, follow: bool, clk: Clock) -> lis
             clk.sleep(POLL_SECONDS)
 
 
-def _stream(c: Cluster, namespace: str, job: str, pod: str, follow: bool, tail: int, clk: Clock) -> Iterator[str]:
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How much of the log, and how: -f, -t, --since (in whole seconds, as Kubernetes'), --timestamps, --since-time."""
+
+    follow: bool
+    tail: int
+    since_seconds: int | None
+    timestamps: bool
+    since_time: float | None  # seconds since the epoch
+
+
+def _stream(c: Cluster, namespace: str, job: str, pod: str, r: Reading, clk: Clock) -> Iterator[str]:
     """The pod's log; with `follow`, a pod with no log yet (not started) is waited for while the job lives."""
     while True:
         try:
-            yield from c.stream_log(namespace, pod, follow=follow, tail=tail)
+            if r.since_seconds is None and r.since_time is None and not r.timestamps:
+                yield from c.stream_log(namespace, pod, follow=r.follow, tail=r.tail)
+            else:
+                yield from c.stream_log(
+                    namespace,
+                    pod,
+                    follow=r.follow,
+                    tail=r.tail,
+                    since_seconds=r.since_seconds,
+                    timestamps=r.timestamps,
+                    since_time=r.since_time,
+                )
             return
         except NotFound:
-            if not follow or c.get_job(namespace, job).get("phase") in FINISHED_JOB_PHASES:
+            if not r.follow or c.get_job(namespace, job).get("phase") in FINISHED_JOB_PHASES:
                 raise
         clk.sleep(POLL_SECONDS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
 from urllib.parse import quote
 
@@ -195,11 +196,30 @@ class Client:
     def info(self) -> JSON:
         return self._json("GET", "/info")
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating)."""
+    def stream_log(
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+    ) -> Iterator[str]:
+        """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating).
+
+        `since_seconds`: only the lines written in the last N seconds; `since_time`: from that
+        moment (seconds since the epoch) on; `timestamps`: each line after the RFC 3339 time it
+        was written (Kubernetes' sinceSeconds, sinceTime and timestamps)."""
         params: dict[str, str | int] = {"follow": "true" if follow else "false"}
         if tail is not None and tail >= 0:
             params["tailLines"] = tail
+        if since_seconds is not None:
+            params["sinceSeconds"] = since_seconds
+        if since_time is not None:
+            params["sinceTime"] = datetime.fromtimestamp(since_time, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        if timestamps:
+            params["timestamps"] = "true"
         url = f"{self.url}{CORE}/namespaces/{_seg(namespace)}/pods/{_seg(pod)}/log"
         timeout = httpx.Timeout(self._timeout, read=None if follow else self._timeout)
         try:

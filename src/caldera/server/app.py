@@ -16,7 +16,8 @@
   GET    /api/v1/nodes                                         node summaries
   PATCH  /api/v1/nodes/{name}   {"metadata": {"labels"}, "spec": {"taints"}} (merge patch) → the node summary
   GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
-  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N   the log, streamed
+  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N&sinceSeconds=S|sinceTime=T&timestamps=B
+                                                                the log, streamed
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -43,6 +45,7 @@ from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
 from caldera.server.logstream import POLL_SECONDS, PodWatch, stream_file
+from caldera.server.logtimes import stream_lines
 from caldera.server.watch import watch_router
 from caldera.system.api import JSON, ClusterAPI
 from caldera.utils.clock import Clock, SystemClock
@@ -103,7 +106,7 @@ def create_app(
     install_error_handlers(app)
     closing = threading.Event()  # set on POST /shutdown: watch streams end instead of holding the server up
     app.include_router(_volcano(cluster))
-    app.include_router(_core(cluster, log_poll))
+    app.include_router(_core(cluster, log_poll, clock or SystemClock()))
     app.include_router(watch_router(cluster, clock or SystemClock(), closing))
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
@@ -182,7 +185,7 @@ def _volcano(cluster: ClusterAPI) -> APIRouter:
     return r
 
 
-def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
+def _core(cluster: ClusterAPI, log_poll: float, clock: Clock) -> APIRouter:
     r = APIRouter(prefix=CORE, tags=["core"])
 
     @r.get("/nodes")
@@ -212,14 +215,33 @@ def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
         pod: str,
         follow: bool = False,
         tail_lines: Annotated[int | None, Query(alias="tailLines", description="the last N lines")] = None,
+        since_seconds: Annotated[
+            int | None, Query(alias="sinceSeconds", ge=0, description="only lines of the last N seconds")
+        ] = None,
+        since_time: Annotated[
+            str | None, Query(alias="sinceTime", description="only lines from this RFC 3339 time")
+        ] = None,
+        timestamps: Annotated[bool, Query(description="each line after its RFC 3339 time, as kubectl logs")] = False,
     ) -> StreamingResponse:
+        since = _since(since_seconds, since_time, clock)
         path = Path(await run_in_threadpool(cluster.pod_log, namespace, pod))
         watch = PodWatch(cluster, namespace, pod)
 
         async def finished() -> bool:
             return await run_in_threadpool(watch.finished)
 
-        body = stream_file(path, tail=tail_lines, follow=follow, finished=finished, poll=log_poll)
+        if since is None and not timestamps:
+            body = stream_file(path, tail=tail_lines, follow=follow, finished=finished, poll=log_poll)
+        else:
+            body = stream_lines(
+                path,
+                tail=tail_lines,
+                since=since,
+                timestamps=timestamps,
+                follow=follow,
+                finished=finished,
+                poll=log_poll,
+            )
         return StreamingResponse(body, media_type="text/plain; charset=utf-8")
 
     return r
@@ -269,6 +291,20 @@ def _node_patch(patch: JSON) -> tuple[dict[str, str | None] | None, list[JSON] |
     if errors:
         raise ValidationError(errors)
     return labels, taints
+
+
+def _since(seconds: int | None, time: str | None, clock: Clock) -> float | None:
+    """The moment `sinceSeconds` or `sinceTime` names (Kubernetes takes one of the two), in seconds since the epoch."""
+    if seconds is not None and time is not None:
+        raise ValidationError([FieldError("sinceTime", "give sinceSeconds or sinceTime, not both")])
+    if seconds is not None:
+        return clock.now() - seconds
+    if time is None:
+        return None
+    try:
+        return datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ValidationError([FieldError("sinceTime", f"{time!r} is not an RFC 3339 time")]) from None
 
 
 def _list(kind: str, items: list[JSON]) -> JSON:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,7 @@ class FakeCluster:
         self.scales: list[tuple[str, str, int, str]] = []
         self.submit_dirs: dict[tuple[str, str], str | None] = {}
         self.patches: list[tuple[str, dict[str, str | None], list[JSON] | None]] = []
+        self.line_times: dict[tuple[str, str], list[tuple[str, float]]] = {}  # each log line and when it was written
         self._changed = threading.Condition()
         self.apply({"apiVersion": o.SCHEDULING_API, "kind": "Queue", "metadata": {"name": "default"}, "spec": {}})
 
@@ -292,10 +294,30 @@ class FakeCluster:
 
     # ------------------------------------------------------------ what the client adds
 
-    def stream_log(self, namespace: str, pod: str, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        """The log as one chunk; with `follow`, then every append until the pod has finished."""
+    def stream_log(
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+    ) -> Iterator[str]:
+        """The log as one chunk; with `follow`, then every append until the pod has finished.
+
+        `since_seconds`, `since_time` and `timestamps` read the times `write_log` noted on the fake's clock."""
         path = Path(self.pod_log(namespace, pod))
         text = path.read_text() if path.exists() else ""
+        if since_seconds is not None or since_time is not None or timestamps:
+            cutoff = self.clock.now() - since_seconds if since_seconds is not None else float("-inf")
+            cutoff = max(cutoff, since_time) if since_time is not None else cutoff
+            noted = self.line_times.get((namespace, pod), [])
+            text = "".join(
+                (f"{datetime.fromtimestamp(t, UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')} " if timestamps else "") + line
+                for line, t in noted
+                if t >= cutoff
+            )
         if tail is not None and tail >= 0:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[len(lines) - tail :]) if tail else ""
@@ -345,6 +367,9 @@ class FakeCluster:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as f:
                 f.write(text)
+            self.line_times.setdefault((namespace, pod), []).extend(
+                (line, self.clock.now()) for line in text.splitlines(keepends=True)
+            )
             self._notify()
             return path
 
