@@ -2,7 +2,7 @@
 
 A pod's directory, ``<home>/pods/<ns>/<name>/``, holds
   log             stdout+stderr of every attempt, appended; each attempt opens with a header line
-  log.times       when each line of the log was written: "OFFSET SECONDS" a line (the shim's)
+  log.times       when lines of the log were written: "OFFSET SECONDS", a line from there on came then (the shim's)
   proc.json       the attempt that runs, or whose end was not handed out yet: pid, pgid, start_ticks, attempt, argv
   proc.done.json  the last attempt whose end was handed out (kept for post-mortems)
   exit            written by the shim when an attempt ends: exit_code, attempt, finished_at

@@ -7,8 +7,9 @@ stdin a pipe from the executor (the *gate*) and stdout/stderr appended to the po
    only after proc.json is on disk, so EOF without it (the executor died or failed) starts nothing;
 2. starts ARGV as its child, in its own process group, with exactly that environment, its
    stdout and stderr a pipe that the shim copies to the log unchanged, noting in
-   ``POD_DIR/log.times`` when each line began (``OFFSET SECONDS`` a line: the byte offset of
-   the line in the log, the time it was read), which `logs --timestamps` and `--since` read;
+   ``POD_DIR/log.times`` when lines began (``OFFSET SECONDS`` a line: for each read, the log
+   offset of the first line it starts and the time it was read; the lines after it in that
+   read share the time), which `logs --timestamps` and `--since` read;
 3. forwards SIGTERM/SIGINT to the group and waits for the child;
 4. kills what is left of the group (as Kubernetes does when a container's main process ends) and
    reaps it: it is a child subreaper, so orphans of the group come back to it;
@@ -40,7 +41,7 @@ from types import FrameType
 
 EXIT_FILE = "exit"
 LOG = "log"  # the pod's log, the shim's stdout (`process.LOG_FILE`)
-TIMES_FILE = "log.times"  # "OFFSET SECONDS\n" for each line of the log: where it starts, when it was written
+TIMES_FILE = "log.times"  # "OFFSET SECONDS\n": a line of the log starting there, and the lines after it, came then
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 _KILL_ROUNDS = 10  # each round kills every member it saw; more rounds only catch forks in flight
 
@@ -191,7 +192,7 @@ def _become_subreaper() -> None:
 
 
 class _LogCopier:
-    """Copies the child's output from a pipe to the log (fd 1), noting in `TIMES_FILE` when each line began."""
+    """Copies the child's output from a pipe to the log (fd 1), noting in `TIMES_FILE` when lines began."""
 
     def __init__(self, pod_dir: Path) -> None:
         self.reader, self.writer = os.pipe()
@@ -234,10 +235,12 @@ class _LogCopier:
         offset = os.fstat(1).st_size  # O_APPEND: this write lands at the end
         # The shim runs apart from caldera (see the module docstring), so it reads the wall clock itself.
         now = time.time()  # noqa: TID251
-        starts = [0] if self._at_line_start else []
-        starts += [i + 1 for i in range(len(data) - 1) if data[i] == 10]
-        self._times.write("".join(f"{offset + i} {now:.6f}\n" for i in starts))
-        self._times.flush()  # before the data: a reader never sees a line without its time
+        # One note a read: where its first new line starts. The lines after it in the same read
+        # were read at the same moment, and a reader gives a line the last note at or before it.
+        first = 0 if self._at_line_start else data.find(b"\n") + 1
+        if 0 < first < len(data) or (first == 0 and self._at_line_start):
+            self._times.write(f"{offset + first} {now:.6f}\n")
+            self._times.flush()  # before the data: a reader never sees a line without its time
         os.write(1, data)
         self._at_line_start = data.endswith(b"\n")
         return True

@@ -1,9 +1,10 @@
 """A pod's log by time: `--since` (only what was written after a moment) and `--timestamps` (each line stamped).
 
-The local executor's shim notes when each line of a log began in `log.times` beside it
-(`OFFSET SECONDS` a line, written before the line itself: see `backends/shim.py`). A line
-takes the time of the last note at or before its offset; lines older than the notes (a
-log written before caldera kept them) take the first note's, or the file's mtime. With
+The local executor's shim notes when lines of a log began in `log.times` beside it
+(`OFFSET SECONDS` a line, one for each read of the pod's output, written before the data:
+see `backends/shim.py`). A line takes the time of the last note at or before its offset;
+lines older than the notes (a log written before caldera kept them) take the first note's,
+or the file's mtime. With
 timestamps a line reads as kubectl prints it: `2024-05-01T12:00:03.123456Z <line>`.
 Invariant: the lines are the log's bytes unchanged, only prefixed; a line still being
 written is held until its newline, or until the pod has ended.
