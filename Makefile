@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd
+.PHONY: demo demo-sim test lint bench clean etcd frameworks
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,8 +43,17 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# Lint (and the venv it needs) and the frameworks' venvs are set up side by side: the
+# framework downloads take minutes the first time (reused after).
+test:
+	@$(MAKE) --no-print-directory -j2 lint frameworks
 	$(BIN)/pytest
+
+# TensorFlow and PaddlePaddle for tests/frameworks_real, each in a venv of its own outside the
+# work tree (their pins do not meet caldera's): built when missing, reused when present.
+# Which versions and why: tests/frameworks_real/venvs.py.
+frameworks:
+	$(PYTHON) tests/frameworks_real/venvs.py
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py

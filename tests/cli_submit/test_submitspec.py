@@ -327,13 +327,19 @@ def test_parse_env_refuses(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "want"),
-    [("/srv/a:data", DataMount("/srv/a", "data")), ("rel:x/./y/", DataMount("rel", "x/y"))],
+    [
+        ("/srv/a:data", DataMount("/srv/a", "data")),
+        ("rel:x/./y/", DataMount("rel", "x/y")),
+        ("/srv/a:/mnist_data", DataMount("/srv/a", "/mnist_data")),  # Arena's absolute form
+    ],
 )
 def test_parse_data(text: str, want: DataMount) -> None:
     assert parse_data(text) == want
 
 
-@pytest.mark.parametrize("text", ["/srv/a", "/srv/a:", ":x", "/a:/abs", "/a:../up", "/a:.", "/a:b:c", "/a,b:c"])
+@pytest.mark.parametrize(
+    "text", ["/srv/a", "/srv/a:", ":x", "/a:/", "/a:../up", "/a:/x/../..", "/a:.", "/a:b:c", "/a,b:c"]
+)
 def test_parse_data_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_data(text)

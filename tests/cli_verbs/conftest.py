@@ -14,6 +14,7 @@ from caldera.cli.common import CliContext
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.down import down
+from caldera.cli.explain import explain
 from caldera.cli.get import get
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
@@ -52,6 +53,7 @@ for command in (
     list_jobs,
     get,
     describe,
+    explain,
     logs,
     top,
     queue,

@@ -30,8 +30,45 @@ def test_list_table(run: Run, running: FakeCluster) -> None:
     r = run("list")
     assert r.exit_code == 0
     header, row = r.stdout.splitlines()
-    assert header.split() == ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"]
-    assert row.split() == ["train", "-", "default", "Running", "1/3", "0", "3", "2m5s", "2m5s"]
+    assert header.split() == [
+        "NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON",
+    ]  # fmt: skip
+    assert row.split() == ["train", "-", "default", "Running", "1/3", "0", "3", "2m5s", "2m5s", "-"]
+
+
+def test_list_says_why_a_job_waits(run: Run, running: FakeCluster) -> None:
+    running.set_waiting("default", "train", "NeverFits", "task worker fits no node", never=True)
+    assert run("list").stdout.splitlines()[1].split()[-1] == "NeverFits"
+    running.set_waiting("default", "train", "CrashLoopBackOff", "pod train-worker-1: back-off 20s")
+    assert run("list").stdout.splitlines()[1].split()[-1] == "CrashLoopBackOff"
+    assert json.loads(run("list", "-o", "json").stdout)["items"][0]["waiting"]["reason"] == "CrashLoopBackOff"
+
+
+def test_get_and_describe_say_why_a_job_waits_and_whether_for_ever(run: Run, running: FakeCluster) -> None:
+    running.set_waiting("default", "train", "NeverFits", "task worker fits no node", never=True)
+    for verb in ("get", "describe"):
+        out = run(verb, "train").stdout
+        assert "Waiting:" in out and "NeverFits: task worker fits no node (never, as the nodes" in out
+    running.set_waiting("default", "train", "Unschedulable", "0/3 nodes are available: 3 Insufficient cpu.")
+    assert "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu. (not now;" in run("get", "train").stdout
+
+
+def test_get_shows_a_pods_reason_in_place_of_its_phase(run: Run, running: FakeCluster) -> None:
+    running.set_pod("default", "train-worker-1", phase="Running", reason="CrashLoopBackOff", exit_code=1)
+    running.set_pod("default", "train-worker-0", phase="Failed", reason="Stopped", exit_code=143)
+    rows = {line.split()[1]: line.split() for line in run("get", "train").stdout.split("Instances")[1].splitlines()[2:]}
+    assert rows["train-worker-1"][3] == "CrashLoopBackOff"
+    assert rows["train-worker-0"][3] == "Stopped"
+
+
+def test_explain(run: Run, running: FakeCluster) -> None:
+    running.set_waiting("default", "train", "NeverFits", "task worker fits no node", never=True)
+    r = run("explain", "train")
+    assert r.exit_code == 0
+    assert "NeverFits: it can never run as the nodes and its queue are." in r.stdout
+    assert "never: task worker fits no node" in r.stdout
+    assert json.loads(run("explain", "train", "-o", "json").stdout)["never"] == ["task worker fits no node"]
+    assert run("explain", "nope").exit_code == 2
 
 
 def test_list_all_namespaces(run: Run, running: FakeCluster) -> None:
@@ -81,6 +118,8 @@ def test_get_machine_readable(run: Run, running: FakeCluster, fmt: str) -> None:
         "exitCode": 137,
         "restarts": 2,
         "address": None,
+        "reason": "",
+        "message": "",
     }
 
 

@@ -123,3 +123,33 @@ def test_since_and_timestamps_ask_the_cluster_for_lines_by_time(run: Run, fake: 
 def test_bad_since(run: Run, logged: FakeCluster, args: list[str], message: str) -> None:
     r = run("logs", "train", *args)
     assert r.exit_code == 2 and message in r.stderr
+
+
+TWO_ATTEMPTS = (
+    "=== attempt 0 started 2026-01-01T00:00:00+00:00 ===\nfirst\nboom\n"
+    "=== attempt 1 started 2026-01-01T00:00:10+00:00 ===\nsecond\n"
+)
+
+
+def test_previous_is_the_attempt_before_the_last(run: Run, logged: FakeCluster) -> None:
+    logged.write_log("default", "train-worker-1", TWO_ATTEMPTS)
+    r = run("logs", "train", "-i", "worker-1", "--previous")
+    assert r.exit_code == 0
+    assert r.stdout == "=== attempt 0 started 2026-01-01T00:00:00+00:00 ===\nfirst\nboom\n"
+    assert run("logs", "train", "-i", "worker-1", "-p", "-t", "1").stdout == "boom\n"
+
+
+def test_previous_without_an_earlier_attempt_is_an_error(run: Run, logged: FakeCluster) -> None:
+    r = run("logs", "train", "-i", "worker-0", "-p")
+    assert r.exit_code == 2 and "has no previous attempt" in r.stderr
+
+
+def test_previous_cannot_be_followed(run: Run, logged: FakeCluster) -> None:
+    r = run("logs", "train", "-p", "-f")
+    assert r.exit_code == 2
+    assert r.stderr == "caldera: error: --previous and --follow do not go together: an earlier attempt has ended\n"
+
+
+def test_previous_goes_with_no_time_filter(run: Run, logged: FakeCluster) -> None:
+    r = run("logs", "train", "-p", "--timestamps")
+    assert r.exit_code == 2 and "--previous goes with neither" in r.stderr

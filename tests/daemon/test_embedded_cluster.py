@@ -114,3 +114,33 @@ def test_submit_data_is_linked_into_the_pod_directory(cluster: EmbeddedCluster, 
     cluster.apply(manifest)
     wait_until(lambda: phase(cluster, "reader") == "Completed", timeout=30, what="the job to complete")
     assert "1,2" in (home / "pods" / "default" / "reader-worker-0" / "log").read_text()
+
+
+def test_pods_that_ended_are_kept_across_a_daemon_restart_until_the_job_is_deleted(home: Path) -> None:
+    """A job whose worker completes stops its server: a restarted daemon still lists it, with its end."""
+    sleeper = [sys.executable, "-c", "import signal; signal.pause()"]
+    manifest = job("ps", replicas=1, command=["python", "-c", "print('trained')"])
+    server = {**manifest["spec"]["tasks"][0], "name": "server"}
+    server["template"] = {"spec": {**server["template"]["spec"], "containers": [{"name": "main", "command": sleeper}]}}
+    manifest["spec"]["tasks"] = [server, manifest["spec"]["tasks"][0]]
+    manifest["spec"]["minAvailable"] = 2
+    manifest["spec"]["policies"] = [{"event": "TaskCompleted", "action": "CompleteJob"}]
+    first = EmbeddedCluster(home, nodes=1, cpus_per_node="2", memory_per_node="4Gi", grace=2.0)
+    first.start()
+    try:
+        first.apply(manifest)
+        wait_until(lambda: phase(first, "ps") == "Completed", timeout=30, what="the job to complete")
+        wait_until(lambda: len(first.get_job("default", "ps")["pods"]) == 2, timeout=30, what="the server listed")
+        before = first.get_job("default", "ps")["pods"]
+    finally:
+        first.shutdown(stop_pods=False)
+    second = EmbeddedCluster(home, grace=2.0)
+    second.start()
+    try:
+        after = second.get_job("default", "ps")["pods"]
+        assert after == before
+        assert [(p["name"], p["reason"]) for p in after] == [("ps-server-0", "Stopped"), ("ps-worker-0", "")]
+        second.delete_job("default", "ps")
+        wait_until(lambda: second.store.list("Pod") == [], timeout=30, what="the job's pod records to go")
+    finally:
+        second.shutdown(stop_pods=True)

@@ -31,10 +31,12 @@ def test_the_ctr_job_trains_and_stops_its_pservers(caldera: Caldera, tmp_path: P
     assert waited.returncode == 0, waited.stdout + waited.stderr + caldera.daemon_log()
     job = caldera.json("get", "ctr-volcano")
     assert (job["phase"], job["retryCount"]) == ("Completed", 0), job
-    # The pservers were stopped (and removed, as CompleteJob does): the trainers are what is left.
-    assert [(p["name"], p["phase"], p["exitCode"]) for p in job["pods"]] == [
-        ("ctr-volcano-trainer-0", "Succeeded", 0),
-        ("ctr-volcano-trainer-1", "Succeeded", 0),
+    # The pservers were stopped (removed, as CompleteJob does) and stay listed as they ended (on SIGTERM, 0).
+    assert [(p["name"], p["phase"], p["exitCode"], p["reason"]) for p in job["pods"]] == [
+        ("ctr-volcano-pserver-0", "Succeeded", 0, "Stopped"),
+        ("ctr-volcano-pserver-1", "Succeeded", 0, "Stopped"),
+        ("ctr-volcano-trainer-0", "Succeeded", 0, ""),
+        ("ctr-volcano-trainer-1", "Succeeded", 0, ""),
     ]
 
     events = caldera.json("describe", "ctr-volcano")["events"]

@@ -10,8 +10,10 @@ import pytest
 
 from caldera.controller.frameworks import PluginError
 from caldera.core.addresses import Addresses, DnsAddresses
+from caldera.core.elastic import max_key
 from caldera.core.manifest import load_objects
 from caldera.core.objects import Job
+from caldera.core.podspec import EnvVar
 
 from .builders import PortPool, make_job, make_task, render_all, render_pod
 
@@ -130,17 +132,66 @@ def test_exact_collective_variables_on_kubernetes() -> None:
     }
 
 
+def test_collective_pods_without_gpus_use_gloo_as_paddles_launcher_sets_it() -> None:
+    """`paddle.distributed.launch` sets PADDLE_DISTRI_BACKEND=gloo when it selects no device; with a GPU it does not."""
+    cpu_job = make_job(name="cpu", tasks=[make_task(name="trainer", replicas=2)], plugins={"paddle": []})
+    for i in range(2):
+        assert render_pod(cpu_job, "trainer", i, DnsAddresses("cpu")).env["PADDLE_DISTRI_BACKEND"] == "gloo"
+    assert "PADDLE_DISTRI_BACKEND" not in render_pod(collective_job(), "trainer", 0, DnsAddresses("resnet")).env
+    ps = render_all(ctr_job(), DnsAddresses("ctr"))
+    assert all("PADDLE_DISTRI_BACKEND" not in patch.env for patch in ps.values())  # parameter-server mode: not set
+
+
+def test_a_container_that_chooses_its_backend_keeps_it() -> None:
+    task = make_task(name="trainer", replicas=2)
+    container = replace(task.template.spec.containers[0], env=(EnvVar(name="PADDLE_DISTRI_BACKEND", value="xccl"),))
+    task = replace(task, template=replace(task.template, spec=replace(task.template.spec, containers=(container,))))
+    job = make_job(name="own", tasks=[task], plugins={"paddle": []})
+    assert "PADDLE_DISTRI_BACKEND" not in render_pod(job, "trainer", 0, DnsAddresses("own")).env
+
+
 def test_collective_on_the_embedded_cluster() -> None:
     job = collective_job()
     patches = render_all(job, PortPool(first=40000).addresses(job))
     endpoints = [f"127.0.0.1:{40000 + i}" for i in range(4)]
     for i in range(4):
         env = patches[f"resnet-trainer-{i}"].env
-        # role_maker._collective_env: the current endpoint is this trainer's entry in the list.
-        listed = env["PADDLE_TRAINER_ENDPOINTS"].split(",")
-        assert listed == endpoints
-        assert listed[int(env["PADDLE_TRAINER_ID"])] == env["PADDLE_CURRENT_ENDPOINT"] == endpoints[i]
-        assert env["PADDLE_MASTER"] == endpoints[0]
+        assert (env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"]) == (str(i), "4")
+        assert (env["POD_IP"], env["PADDLE_PORT"]) == ("127.0.0.1", str(40000 + i))
+        assert env["PADDLE_CURRENT_ENDPOINT"] == endpoints[i]
+        # paddle.distributed.launch: the rendezvous at trainer 0, four nodes (init_parallel_env's store too).
+        assert (env["PADDLE_MASTER"], env["PADDLE_NNODES"], env["PADDLE_JOB_ID"]) == (endpoints[0], "4", "resnet")
+        # All four share a host: Paddle's launcher would read the trainer list as one node of four
+        # processes (nnodes = its distinct hosts) and every pod would train alone.
+        assert "PADDLE_TRAINER_ENDPOINTS" not in env
+
+
+def launcher_nodes(env: Mapping[str, str]) -> tuple[str | None, int]:
+    """(master, nnodes) as paddle.distributed.launch derives them: PADDLE_MASTER and PADDLE_NNODES,
+    then PADDLE_TRAINER_ENDPOINTS, when present, overrides both (its first entry, its distinct hosts)."""
+    master, nnodes = env.get("PADDLE_MASTER"), int(env.get("PADDLE_NNODES", "1"))
+    if "PADDLE_TRAINER_ENDPOINTS" in env:
+        endpoints = env["PADDLE_TRAINER_ENDPOINTS"].split(",")
+        master, nnodes = endpoints[0], len({e.split(":")[0] for e in endpoints})
+    return master, nnodes
+
+
+@pytest.mark.parametrize("kind", ["dns", "mapped"], ids=["kubernetes", "embedded"])
+def test_paddles_launcher_sees_one_node_per_trainer_pod(kind: str) -> None:
+    job = collective_job()
+    addresses = addresses_for(kind, job)
+    master = f"{addresses.host('resnet-trainer-0')}:{addresses.port('resnet-trainer-0', 36543)}"
+    for pod, patch in render_all(job, addresses).items():
+        assert launcher_nodes(patch.env) == (master, 4), pod
+
+
+def test_an_elastic_task_leaves_the_launchers_group_to_etcd() -> None:
+    job = collective_job("el")
+    job.metadata.annotations[max_key("trainer")] = "6"  # elastic: 4 now, up to 6
+    env = render_pod(job, "trainer", 1, DnsAddresses("el")).env
+    # PADDLE_MASTER/NNODES/JOB_ID would override `--master etcd://... --nnodes MIN:MAX --job_id`.
+    assert not {"PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID"} & set(env)
+    assert (env["PADDLE_TRAINER_ID"], env["PADDLE_CURRENT_ENDPOINT"]) == ("1", "el-trainer-1.el:36543")
 
 
 def test_renamed_tasks_and_port() -> None:

@@ -55,8 +55,19 @@ def test_the_exact_variables_of_a_worker() -> None:
         "PET_MASTER_PORT": "23456",
         "PET_NNODES": "3",
         "PET_NODE_RANK": "2",
+        # torchrun's --rdzv-endpoint: c10d rendezvous at the master too (static reads it first as well)
+        "PET_RDZV_ENDPOINT": "mnist-master-0.mnist:23456",
         "PYTHONUNBUFFERED": "1",
     }
+
+
+@pytest.mark.parametrize("kind", ["dns", "mapped"], ids=["kubernetes", "embedded"])
+def test_every_pod_names_the_same_rendezvous_endpoint_the_masters(kind: str) -> None:
+    job = ddp_job()
+    patches = render_all(job, addresses_for(kind, job))
+    endpoints = {p.env["PET_RDZV_ENDPOINT"] for p in patches.values()}
+    master = patches["mnist-master-0"].env
+    assert endpoints == {f"{master['MASTER_ADDR']}:{master['MASTER_PORT']}"}
 
 
 def test_defaults_and_another_port() -> None:

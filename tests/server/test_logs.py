@@ -43,6 +43,34 @@ def test_tail_lines(api: httpx.Client, job: FakeCluster, tail: int, expected: st
     assert api.get(LOG, params={"tailLines": tail}).text == expected
 
 
+ATTEMPTS = (
+    "=== attempt 0 started 2026-01-01T00:00:00+00:00 ===\nfirst run\nfailed\n"
+    "=== attempt 1 started 2026-01-01T00:00:10+00:00 ===\nsecond run\n"
+    "=== attempt 2 started 2026-01-01T00:00:30+00:00 ===\nthird run\n"
+)
+
+
+def test_previous_is_the_attempt_before_the_last(api: httpx.Client, job: FakeCluster) -> None:
+    job.write_log("default", "train-master-0", ATTEMPTS)
+    r = api.get(LOG, params={"previous": "true"})
+    assert r.status_code == 200
+    assert r.text == "=== attempt 1 started 2026-01-01T00:00:10+00:00 ===\nsecond run\n"
+    assert api.get(LOG, params={"previous": "true", "tailLines": 1}).text == "second run\n"
+    assert api.get(LOG).text == ATTEMPTS  # without it: every attempt
+
+
+def test_previous_of_a_pod_that_ran_once_is_404(api: httpx.Client, job: FakeCluster) -> None:
+    job.write_log("default", "train-master-0", "=== attempt 0 started 2026-01-01T00:00:00+00:00 ===\nonly\n")
+    r = api.get(LOG, params={"previous": "true"})
+    assert r.status_code == 404
+    assert r.json()["error"] == "pod default/train-master-0 has no previous attempt (it has run 1 time)"
+
+
+def test_a_line_that_only_looks_like_a_header_does_not_split_the_log(api: httpx.Client, job: FakeCluster) -> None:
+    job.write_log("default", "train-master-0", ATTEMPTS.replace("second run", "=== attempt 9 is a lie"))
+    assert "=== attempt 9 is a lie" in api.get(LOG, params={"previous": "true"}).text
+
+
 def test_a_log_not_written_yet_is_empty(api: httpx.Client, job: FakeCluster) -> None:
     assert api.get(LOG).text == ""
 

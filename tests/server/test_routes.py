@@ -35,6 +35,19 @@ def test_list_get_describe_jobs(api: httpx.Client, fake: FakeCluster) -> None:
     assert {"job", "summary", "podgroup", "events"} <= set(described)
 
 
+def test_explain_a_job_and_its_waiting_reason(api: httpx.Client, fake: FakeCluster) -> None:
+    fake.apply(job_manifest("a"))
+    fake.set_waiting("default", "a", "NeverFits", "task worker fits no node", never=True)
+    assert api.get(f"{JOBS}/namespaces/default/jobs/a").json()["waiting"] == {
+        "reason": "NeverFits",
+        "message": "task worker fits no node",
+        "never": True,
+    }
+    explained = api.get(f"{JOBS}/namespaces/default/jobs/a/explain").json()
+    assert explained["never"] == ["task worker fits no node"] and "nodeClasses" in explained
+    assert api.get(f"{JOBS}/namespaces/default/jobs/nope/explain").status_code == 404
+
+
 def test_delete_a_job_then_404(api: httpx.Client, fake: FakeCluster) -> None:
     fake.apply(job_manifest())
     assert api.delete(JOB).json() == {"kind": "Status", "status": "Success"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from typing import Literal
 from caldera.backends.shim import EXIT_FILE, TIMES_FILE, read_json
 
 LOG_FILE = "log"
+ATTEMPT_HEADER = re.compile(rb"=== attempt \d+ started \S+ ===\r?\n?")  # opens each attempt's part of the log
 PROC_FILE = "proc.json"
 DONE_FILE = "proc.done.json"
 _RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE, TIMES_FILE})
@@ -160,6 +162,21 @@ def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
     with open(where / TIMES_FILE, "a") as times:  # the shim notes the lines that follow
         times.write(f"{header_at} {now:.6f}\n")
     return log
+
+
+def attempt_spans(log: Path) -> list[tuple[int, int]]:
+    """The byte ranges [start, end) of each attempt's part of a pod's log, oldest first ([] if no log)."""
+    starts: list[int] = []
+    try:
+        with open(log, "rb") as f:
+            offset = 0
+            for line in f:  # the header always starts a line: `prepare` ends a torn last line first
+                if ATTEMPT_HEADER.fullmatch(line):
+                    starts.append(offset)
+                offset += len(line)
+    except FileNotFoundError:
+        return []
+    return list(zip(starts, [*starts[1:], offset], strict=True)) if starts else []
 
 
 def retire(where: Path) -> None:

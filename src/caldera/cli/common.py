@@ -54,6 +54,7 @@ class Cluster(ClusterAPI, Protocol):
         since_seconds: int | None = None,
         timestamps: bool = False,
         since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]: ...
 
     def watch(
@@ -244,6 +245,11 @@ def chief_pod(summary: JSON, pods: list[JSON]) -> JSON:
         if of_task:
             return min(of_task, key=lambda p: int(p.get("index") or 0))
     return pods[0]
+
+
+def waiting_reason(summary: JSON) -> str:
+    """`list`'s REASON column: why the job is held up ("" if nothing holds it up)."""
+    return str((summary.get("waiting") or {}).get("reason") or "")
 
 
 def task_order(job: JSON) -> list[str]:

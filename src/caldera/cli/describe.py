@@ -32,7 +32,11 @@ def describe(ctx: click.Context, job: str, namespace: str, output: str) -> None:
         for line in yaml.safe_dump(with_rfc3339(body or {}), sort_keys=False).rstrip().splitlines():
             click.echo(f"  {line}".rstrip())
     podgroup = d.get("podgroup") or {}
-    click.echo(f"\nPodGroup: {text((podgroup.get('status') or {}).get('phase'))}")
+    status = podgroup.get("status") or {}
+    click.echo(f"\nPodGroup: {text(status.get('phase'))}")
+    for c in status.get("conditions") or []:
+        if c.get("status") == "True" and c.get("message"):
+            click.echo(f"  {text(c.get('type'))} ({text(c.get('reason'))}): {text(c.get('message'))}")
     click.echo()
     print_table(pods_table(summary, task_order(obj)))
     events = d.get("events") or []

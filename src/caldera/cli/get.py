@@ -9,6 +9,12 @@ gives its summary (several: one `List`), `-o name` its `KIND.GROUP/NAME`.
 
 `-w` keeps printing: for one job, a row for each change of one of its pods (as
 `kubectl get pods -l volcano.sh/job-name=JOB -w`); for a selection, `list -w`'s rows.
+
+A job held up says why (`Waiting:`, the same reason as `list`'s REASON column): NeverFits
+(it cannot run as the nodes and its queue are: see `caldera explain`), Unschedulable (not
+now: capacity or its queue's capability is in use) or CrashLoopBackOff. A pod's PHASE is its
+reason when it has one, as kubectl's STATUS: CrashLoopBackOff, or Stopped / Evicted for a pod
+that ended and was removed (its exit code and log are kept until the job is deleted).
 """
 
 from __future__ import annotations
@@ -167,6 +173,7 @@ def header_lines(summary: JSON, now: float) -> list[str]:
         ("Type", summary.get("type")),
         ("Queue", summary.get("queue")),
         ("Phase", f"{phase} ({why})" if why else phase),
+        *([("Waiting", waiting_line(summary))] if summary.get("waiting") else []),
         ("Retries", summary.get("retryCount")),
         ("MinAvailable", summary.get("minAvailable")),
         ("Age", age(summary.get("creationTimestamp"), now)),
@@ -178,6 +185,17 @@ def header_lines(summary: JSON, now: float) -> list[str]:
     return [f"{key}:".ljust(width) + text(value) for key, value in rows if key != "Kind" or value]
 
 
+def waiting_line(summary: JSON) -> str:
+    w = summary.get("waiting") or {}
+    when = "never, as the nodes and the queue are" if w.get("never") else "not now"
+    return f"{w.get('reason')}: {w.get('message')} ({when}; caldera explain {summary.get('name')} says more)"
+
+
+def pod_status(pod: JSON) -> str:
+    """A pod's PHASE cell: its reason when it has one (CrashLoopBackOff, Stopped, Evicted), else its phase."""
+    return str(pod.get("reason") or pod.get("phase") or "")
+
+
 def pods_table(summary: JSON, tasks: list[str] | None = None) -> TextTable:
     t = table("RANK", "INSTANCE", "TASK", "PHASE", "NODE", "ADDRESS", "EXIT", "RESTARTS", title="Instances")
     for rank, p in enumerate(ordered_pods(summary, tasks)):
@@ -185,7 +203,7 @@ def pods_table(summary: JSON, tasks: list[str] | None = None) -> TextTable:
             str(rank),
             str(p.get("name")),
             text(p.get("task")),
-            text(p.get("phase")),
+            text(pod_status(p)),
             text(p.get("node")),
             text(p.get("address")),
             text(p.get("exitCode")),

@@ -2,9 +2,12 @@
 
 The table has one row a job: NAME, TYPE (the job's `volcano.sh/job-type` label, as
 vcctl's JobType column: what `caldera submit` or a Kubeflow manifest made it), QUEUE,
-PHASE, RUNNING pods of all, RETRIES, MIN (the gang), AGE and DURATION; `-o wide` adds
+PHASE, RUNNING pods of all, RETRIES, MIN (the gang), AGE, DURATION and REASON; `-o wide` adds
 the NODES its pods are on and the phase's MESSAGE. `-l` keeps the jobs whose labels
 match, `-o name` prints `job.batch.volcano.sh/NAME` lines, `-o json|yaml` one `List`.
+REASON says why a job is held up, as kubectl's STATUS does for a pod: NeverFits (never, as
+the nodes and its queue are), Unschedulable (not now), CrashLoopBackOff; `get` and
+`describe` give the message, `explain` the details.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ from caldera.cli.common import (
     selector_option,
     table,
     text,
+    waiting_reason,
 )
 from caldera.cli.output import TextTable, as_list, emit, emit_names, job_resource_name, print_table
 from caldera.cli.watching import watch_jobs
 from caldera.core.selector import Selector
 from caldera.system.api import JSON
 
-COLUMNS = ("NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION")
+COLUMNS = ("NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON")
 WIDE_COLUMNS = ("NODES", "MESSAGE")
 
 
@@ -55,7 +59,7 @@ def list_jobs(
     no_headers: bool,
     watch: bool,
 ) -> None:
-    """List jobs: type, phase, pods running, retries, age and duration."""
+    """List jobs: type, phase, pods running, retries, age, duration and why a job waits."""
     where = None if all_namespaces else namespace
     if watch:
         watch_jobs(cluster(ctx), where, output, clock(ctx).now, selector=selector, no_headers=no_headers)
@@ -91,6 +95,7 @@ def jobs_table(jobs: Sequence[JSON], now: float, *, all_namespaces: bool, wide: 
             text(j.get("minAvailable")),
             age(j.get("creationTimestamp"), now),
             job_duration(j, now),
+            text(waiting_reason(j)),
         ]
         if wide:
             nodes = sorted({str(p["node"]) for p in j.get("pods") or [] if p.get("node")})

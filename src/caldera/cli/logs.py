@@ -1,4 +1,4 @@
-"""`caldera logs JOB [-i POD] [-f] [-t N]`: a pod's log; by default the chief's, as Arena.
+"""`caldera logs JOB [-i POD] [-f] [-t N] [-p] [--since D] [--timestamps]`: a pod's log; by default the chief's.
 
 The chief is the first pod of the job's chief, master or launcher task, else worker 0
 (a TF job without a chief), else trainer 0 (`common.chief_pod`): never a parameter
@@ -7,7 +7,11 @@ stderr, so stdout stays the log alone. `-i` takes a pod name or its short form (
 With `-f`, a job whose pods do not exist yet, or a pod that has not started, is waited
 for; the stream ends when the pod does. `--since 5m` / `--since-time T` keep the lines
 written from then on and `--timestamps` prefixes each line with when it was written, as
-kubectl's (the embedded cluster notes when each line came: `server/logtimes.py`).
+kubectl's (the embedded cluster notes when each line came: `server/logtimes.py`). The log
+holds every attempt of the pod (a restart in place, or a whole-job restart), each opening
+with a header line; `-p/--previous` shows only the attempt before the last one, as
+`kubectl logs --previous`. Pods that ended and were removed (the servers of a job that
+completed) keep their logs until the job is deleted.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ def _since_time(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--since", metavar="DURATION", callback=_since, help="only lines of the last DURATION (5s, 2m, 1h30m)")
 @click.option("--since-time", metavar="RFC3339", callback=_since_time, help="only lines from this time on")
 @click.option("--timestamps", is_flag=True, help="each line after the time it was written (RFC 3339)")
+@click.option("-p", "--previous", is_flag=True, help="the attempt before the last one (after a restart)")
 @namespace_option
 @click.pass_context
 def logs(
@@ -80,9 +85,14 @@ def logs(
     since: float | None,
     since_time: float | None,
     timestamps: bool,
+    previous: bool,
     namespace: str,
 ) -> None:
     """Print the log of one of JOB's pods (default: the chief: the master, launcher or worker 0)."""
+    if previous and follow:
+        fail(ctx, "--previous and --follow do not go together: an earlier attempt has ended")
+    if previous and (since is not None or since_time is not None or timestamps):
+        fail(ctx, "--previous goes with neither --since, --since-time nor --timestamps")
     c, clk = cluster(ctx), clock(ctx)
     pods = _pods(c, namespace, job, follow, clk)
     if not pods:
@@ -101,6 +111,10 @@ def logs(
         pod = f"{job}-{instance}"
     else:
         fail(ctx, f"{instance} is not an instance of job {namespace}/{job} (instances: {', '.join(names)})")
+    if previous:
+        for chunk in c.stream_log(namespace, pod, tail=tail, previous=True):
+            click.echo(chunk, nl=False)
+        return
     if since is not None and since_time is not None:
         raise click.UsageError("give --since or --since-time, not both")
     reading = Reading(follow, tail, None if since is None else math.ceil(since), timestamps, since_time)

@@ -14,6 +14,7 @@ from caldera.cli.delete import delete
 from caldera.cli.describe import describe
 from caldera.cli.docs import docs
 from caldera.cli.down import down
+from caldera.cli.explain import explain
 from caldera.cli.get import get
 from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
@@ -47,6 +48,7 @@ for command in (
     list_jobs,
     get,
     describe,
+    explain,
     logs,
     top,
     wait,

@@ -12,7 +12,8 @@ Command-line choices:
 - `--workers` counts the master for pytorch, as in Arena; tf and mpi count workers only.
   `--workers MIN:MAX` is accepted only with `--elastic`; `--elastic --workers N` is N:N.
 - `--data SRC:DST`: SRC is made absolute here (the daemon has another working
-  directory) and must exist; DST is relative to the pod's directory.
+  directory) and must exist; DST is relative to where the command runs, or absolute as in
+  Arena (`--data ~/mnist:/mnist_data`: the command's `/mnist_data/...` reads SRC).
 - `--tensorboard` needs `--logdir` (Arena's default `/training_logs` means nothing on this
   machine), and `--logdir` needs `--tensorboard`.
 - `--retry N` needs N ≥ 1: Volcano reads `maxRetry: 0` as its default 3, so 0 has no

@@ -42,8 +42,10 @@ Choices, and why:
   a flag naming a missing task (a typo), and paddle chooses parameter-server mode by
   whether its pserver task exists.
 - `data` becomes the pod-template annotation `caldera.dev/data: "SRC:DST,..."`: SRC an
-  absolute host path, DST a relative path inside the pod's directory, where the embedded
-  executor links it. Not a hostPath volume: a relative DST is no mountPath. No
+  absolute host path; DST relative to where the command runs (the embedded executor links
+  it there) or absolute, Arena's form (`--data src:/mnist_data`: the embedded executor maps
+  /mnist_data in the command, its arguments and environment to SRC; see
+  `caldera.system.podpaths`). Not a hostPath volume: a relative DST is no mountPath. No
   `CALDERA_DATA_<n>` variables: the command names DST itself.
 - `tensorboard_logdir` becomes the job annotation `caldera.dev/tensorboard-logdir`.
 - `node_selector` (Arena's `--selector k=v`) is every pod template's `nodeSelector`;
@@ -146,15 +148,17 @@ def parse_env(text: str) -> tuple[str, str]:
 
 
 def parse_data(text: str) -> DataMount:
-    """`SRC:DST` as a DataMount; raises ValueError. DST must stay inside the pod's directory."""
+    """`SRC:DST` as a DataMount; raises ValueError. DST is below the working directory, or absolute (Arena's)."""
     source, colon, target = text.partition(":")
     if not colon or not source or not target:
         raise ValueError(f"{text!r} is not SRC:DST")
     if ":" in target or "," in text:
         raise ValueError(f"{text!r}: paths may not contain ':' or ','")
     target = posixpath.normpath(target)
-    if posixpath.isabs(target) or target == "." or ".." in target.split("/"):
-        raise ValueError(f"{target!r} must be a relative path inside the pod's directory, like data/mnist")
+    if target in (".", "/") or ".." in target.split("/"):
+        raise ValueError(
+            f"{target!r} must name a directory below the working directory (data/mnist) or below / (/mnist_data)"
+        )
     return DataMount(source, target)
 
 

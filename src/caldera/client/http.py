@@ -92,6 +92,9 @@ class Client:
     def describe_job(self, namespace: str, name: str) -> JSON:
         return self._json("GET", f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/describe")
 
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        return self._json("GET", f"{JOBS}/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/explain")
+
     def list_queues(self) -> list[JSON]:
         return _items(self._json("GET", QUEUES))
 
@@ -205,13 +208,17 @@ class Client:
         since_seconds: int | None = None,
         timestamps: bool = False,
         since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]:
         """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating).
 
         `since_seconds`: only the lines written in the last N seconds; `since_time`: from that
         moment (seconds since the epoch) on; `timestamps`: each line after the RFC 3339 time it
-        was written (Kubernetes' sinceSeconds, sinceTime and timestamps)."""
+        was written (Kubernetes' sinceSeconds, sinceTime and timestamps); `previous`: only the
+        attempt before the last one (NotFound if there was none)."""
         params: dict[str, str | int] = {"follow": "true" if follow else "false"}
+        if previous:
+            params["previous"] = "true"
         if tail is not None and tail >= 0:
             params["tailLines"] = tail
         if since_seconds is not None:

@@ -4,6 +4,7 @@
   GET    /apis/batch.volcano.sh/v1alpha1/jobs | .../namespaces/{ns}/jobs     job summaries
   GET    .../namespaces/{ns}/jobs/{name}            the job summary
   GET    .../namespaces/{ns}/jobs/{name}/describe   spec, status, podgroup, events
+  GET    .../namespaces/{ns}/jobs/{name}/explain    why it waits: per node class and for its queue
   DELETE .../namespaces/{ns}/jobs/{name}
   POST   .../namespaces/{ns}/jobs/{name}/commands   {"action": "AbortJob" | "ResumeJob"}
   POST   .../namespaces/{ns}/jobs/{name}/scale      {"replicas": N, "task": T | null} → the job summary
@@ -16,7 +17,7 @@
   GET    /api/v1/nodes                                         node summaries
   PATCH  /api/v1/nodes/{name}   {"metadata": {"labels"}, "spec": {"taints"}} (merge patch) → the node summary
   GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
-  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N&sinceSeconds=S|sinceTime=T&timestamps=B
+  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N&previous=B&sinceSeconds=S|sinceTime=T&timestamps=B
                                                                 the log, streamed
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
@@ -44,7 +45,7 @@ from starlette.concurrency import run_in_threadpool
 from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
-from caldera.server.logstream import POLL_SECONDS, PodWatch, stream_file
+from caldera.server.logstream import POLL_SECONDS, PodWatch, previous_span, stream_file, stream_span
 from caldera.server.logtimes import stream_lines
 from caldera.server.watch import watch_router
 from caldera.system.api import JSON, ClusterAPI
@@ -139,6 +140,10 @@ def _volcano(cluster: ClusterAPI) -> APIRouter:
     def describe_job(namespace: str, name: str) -> JSON:
         return cluster.describe_job(namespace, name)
 
+    @r.get(f"{JOB}/explain")
+    def explain_job(namespace: str, name: str) -> JSON:
+        return cluster.explain_job(namespace, name)
+
     @r.delete(JOB)
     def delete_job(namespace: str, name: str) -> JSON:
         cluster.delete_job(namespace, name)
@@ -222,9 +227,15 @@ def _core(cluster: ClusterAPI, log_poll: float, clock: Clock) -> APIRouter:
             str | None, Query(alias="sinceTime", description="only lines from this RFC 3339 time")
         ] = None,
         timestamps: Annotated[bool, Query(description="each line after its RFC 3339 time, as kubectl logs")] = False,
+        previous: Annotated[bool, Query(description="the attempt before the last one (never followed)")] = False,
     ) -> StreamingResponse:
         since = _since(since_seconds, since_time, clock)
+        if previous and (since is not None or timestamps):
+            raise ValidationError([FieldError("previous", "goes with neither sinceSeconds, sinceTime nor timestamps")])
         path = Path(await run_in_threadpool(cluster.pod_log, namespace, pod))
+        if previous:
+            start, end = await run_in_threadpool(previous_span, path, f"{namespace}/{pod}")
+            return StreamingResponse(stream_span(path, start, end, tail_lines), media_type="text/plain; charset=utf-8")
         watch = PodWatch(cluster, namespace, pod)
 
         async def finished() -> bool:

@@ -4,6 +4,7 @@ Invariant: following stops only after the pod was seen finished *and* the file w
 then read to its end, so nothing the pod wrote is lost; a client that disconnects
 stops the stream at once (the server cancels the generator while it waits).
 The file may not exist yet (the pod has not started): that is an empty log so far.
+`--previous` reads one earlier attempt's part of the file, whole or its last N lines.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from caldera.backends.process import attempt_spans
 from caldera.system.api import ClusterAPI, NotFound
 
 CHUNK = 64 * 1024
@@ -19,12 +21,14 @@ POLL_SECONDS = 0.2
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def tail_offset(path: Path, lines: int | None) -> int:
-    """The byte offset where the last `lines` lines of `path` begin (None or negative: the whole file)."""
+def tail_offset(path: Path, lines: int | None, end: int | None = None) -> int:
+    """The byte offset where the last `lines` lines of `path` (of its first `end` bytes) begin.
+
+    None or negative `lines`: the whole file (0)."""
     if lines is None or lines < 0:
         return 0
     try:
-        size = path.stat().st_size
+        size = path.stat().st_size if end is None else end
     except FileNotFoundError:
         return 0
     if lines == 0 or size == 0:
@@ -84,6 +88,28 @@ async def stream_file(
                     return
                 yield data
         await asyncio.sleep(poll)
+
+
+def previous_span(path: Path, pod: str) -> tuple[int, int]:
+    """The byte range of the attempt before the last in a pod's log; NotFound if it has run once at most."""
+    spans = attempt_spans(path)
+    if len(spans) < 2:
+        raise NotFound(
+            f"pod {pod} has no previous attempt (it has run {len(spans)} time{'' if len(spans) == 1 else 's'})"
+        )
+    return spans[-2]
+
+
+async def stream_span(path: Path, start: int, end: int, tail: int | None) -> AsyncIterator[bytes]:
+    """Bytes [start, end) of `path`, or only their last `tail` lines."""
+    offset = max(start, tail_offset(path, tail, end))
+    while offset < end:
+        data, _ = read_chunk(path, offset)
+        if not data:
+            return
+        data = data[: end - offset]
+        offset += len(data)
+        yield data
 
 
 class PodWatch:

@@ -2,11 +2,14 @@
 
 `check_plugins` renders every task's first pod once, so a plugin flag that names no task or
 a bad port is refused at apply instead of failing every pod; `check_commands` refuses a
-command that does not exist here. Errors name the field path, as validation's do.
+command that does not exist here; `check_data` a `caldera.dev/data` annotation that is
+malformed, names a source that does not exist, or whose link would replace something else
+in the working directory. Errors name the field path, as validation's do.
 """
 
 from __future__ import annotations
 
+import posixpath
 import shutil
 from pathlib import Path
 
@@ -14,7 +17,8 @@ from caldera.controller.frameworks import PluginError, job_ports, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
 from caldera.core.errors import FieldError, ValidationError
-from caldera.system.runtime import HOST, LocalRuntime
+from caldera.system.podpaths import DATA, DataMount, conflict, parse_data, path_map, rewrite
+from caldera.system.runtime import HOST, LocalRuntime, working_dir
 
 
 def check_plugins(job: o.Job) -> None:
@@ -40,7 +44,7 @@ def check_commands(job: o.Job, submit_dir: str | None) -> None:
                     FieldError(path, "a command is required: the embedded cluster runs it as a local process")
                 )
                 continue
-            exe = argv[0]
+            exe = rewrite(argv[0], path_map(_mounts(task)))
             if "/" in exe:
                 base = (
                     Path(c.working_dir)
@@ -55,3 +59,36 @@ def check_commands(job: o.Job, submit_dir: str | None) -> None:
                 errors.append(FieldError(path, f"command {exe!r} not found on PATH"))
     if errors:
         raise ValidationError(errors, f"job {job.name}")
+
+
+def check_data(job: o.Job) -> None:
+    """Refuse data the pods could not be given (see the module docstring), before anything is stored."""
+    errors: list[FieldError] = []
+    for i, task in enumerate(job.spec.tasks):
+        spec = task.template.annotations.get(DATA)
+        if not spec:
+            continue
+        path = f"spec.tasks[{i}].template.metadata.annotations[{DATA}]"
+        try:
+            mounts = parse_data(spec)
+        except ValueError as e:
+            errors.append(FieldError(path, str(e)))
+            continue
+        errors.extend(FieldError(path, f"{m.source} does not exist") for m in mounts if not Path(m.source).exists())
+        containers = task.template.spec.containers[:1]
+        if not containers or not containers[0].working_dir:
+            continue  # relative targets are linked in the pod's own directory: nothing there to replace
+        cwd = working_dir(containers[0], job, Path("."), path_map(mounts))
+        for m in mounts:
+            why = "" if posixpath.isabs(m.target) else conflict(cwd / m.target, m.source)
+            if why:
+                errors.append(FieldError(path, f"{why}: choose another target, or remove it"))
+    if errors:
+        raise ValidationError(errors, f"job {job.name}")
+
+
+def _mounts(task: o.TaskSpec) -> list[DataMount]:
+    try:
+        return parse_data(task.template.annotations.get(DATA, ""))
+    except ValueError:
+        return []  # check_data says why

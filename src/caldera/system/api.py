@@ -11,8 +11,16 @@ job summary (list/get `-o json`):
   {"name", "namespace", "apiVersion", "kind" (what it was applied as: Job, or a Kubeflow kind),
    "type" (its volcano.sh/job-type label), "labels", "queue", "phase", "retryCount", "minAvailable",
    "creationTimestamp", "startTime", "completionTime", "reason", "message",
-   "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address"}],
+   "waiting": null or {"reason": "NeverFits" | "Unschedulable" | "CrashLoopBackOff", "message", "never": bool},
+   "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address",
+             "reason" ("CrashLoopBackOff"; "Stopped" or "Evicted" for a pod that ended and was removed),
+             "message"}],
    "tensorboard": "http://127.0.0.1:P" or null (the job's TensorBoard, `submit --tensorboard`)}
+explanation (`explain`):
+  {"job", "namespace", "phase", "podGroup", "waiting", "conditions", "never": [why it can never run],
+   "now": [what stands in its way now], "queue": {"name", "state", "capability", "allocated",
+   "minimum", "never", "now"}, "nodeClasses": [{"nodes", "allocatable", "labels", "taints",
+   "schedulable", "tasks": [{"task", "need", "perNode", "fitsNow", "blocks"}]}]}
 node summary (top node):
   {"name", "labels", "taints": [{"key", "value", "effect"}], "allocatable": {res: qty},
    "allocated": {res: qty}, "gpus": int, "gpusUsed": int, "virtualGpus": bool, "pods": int}
@@ -102,6 +110,10 @@ class ClusterAPI(Protocol):
 
     def describe_job(self, namespace: str, name: str) -> JSON:
         """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...]}"""
+        ...
+
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        """Why the job waits: per node class and for its queue (see the module docstring)."""
         ...
 
     def list_queues(self) -> list[JSON]: ...

@@ -13,6 +13,11 @@ and until then it holds its node's resources in the scheduler's view (also when
 its PodGroup was deleted: the group leaves the scheduler with its last pod); a
 deletion the controller did not ask for is reported to the job as PodEvicted.
 Timed work (delayed actions, TTLs) sits in heaps, so no step scans every job.
+
+A pod restarted in place (its restartPolicy) starts again once its `RestartBackoff`
+says (the kubelet's on the embedded cluster; at once by default): meanwhile it holds
+its node, stays Running and says CrashLoopBackOff, and a stop or an eviction removes
+it at once (it has no process to wait for).
 """
 
 from __future__ import annotations
@@ -41,19 +46,24 @@ from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.session import CycleResult
 from caldera.scheduler.state import OCCUPYING, ClusterState
+from caldera.system.backoff import RestartBackoff
 from caldera.system.executor import Executor
 from caldera.system.history import Attempts, PodAttempt
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
 EVICTION_KINDS = {"Preempt": "Preempt", "Reclaim": "Reclaim"}  # scheduler reasons with an event kind of their own
+CRASH_LOOP = "CrashLoopBackOff"  # the reason of a pod waiting out its restart back-off, as the kubelet says it
 
 
 class ControlPlane:
-    def __init__(self, scheduler: Scheduler, executor: Executor, clock: Clock) -> None:
+    def __init__(
+        self, scheduler: Scheduler, executor: Executor, clock: Clock, restart_backoff: RestartBackoff | None = None
+    ) -> None:
         self.scheduler = scheduler
         self.executor = executor
         self.clock = clock
+        self.backoff = restart_backoff if restart_backoff is not None else RestartBackoff(initial=0.0)
         self.state = ClusterState()
         self.nodes: dict[str, o.Node] = {}
         self.queues: dict[str, o.Queue] = {"default": o.Queue(o.ObjectMeta(name="default", namespace=""))}
@@ -75,6 +85,8 @@ class ControlPlane:
         self._released: dict[str, str] = {}
         self._uid = 0
         self.on_event: Callable[[o.Event], None] | None = None
+        # (pod, exit code or None if it never ran, whether the plane asked for it): a pod was removed
+        self.on_pod_gone: Callable[[o.Pod, int | None, bool], None] | None = None
 
     # ------------------------------------------------------------ inputs
 
@@ -177,12 +189,16 @@ class ControlPlane:
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
         self.history.end(key, phase, exit_code, self.clock.now())
         if restart:
-            pod.status.restart_count += 1
             pod.status.exit_code = exit_code
-            self.record("PodRestart", pod.name, pod.node_name, "Restarted", f"exit code {exit_code}", pod.namespace)
-            self.history.begin(pod, pod.node_name, self.clock.now())
-            self.executor.start(pod, self.nodes[pod.node_name])
-            self._pod_changed(pod, o.POD_RUNNING)
+            now = self.clock.now()
+            delay = self.backoff.delay(key, now)
+            if delay <= 0:
+                self._restart(pod, now)
+                return
+            self.backoff.wait(key, now, delay)
+            pod.status.reason = CRASH_LOOP
+            pod.status.message = f"back-off {delay:g}s restarting failed container (exit code {exit_code})"
+            self.record("BackOff", pod.name, pod.node_name, "BackOff", pod.status.message, pod.namespace)
             return
         old = pod.status.phase
         pod.status.phase = phase
@@ -191,15 +207,37 @@ class ControlPlane:
         self.record("PodPhase", pod.name, pod.node_name, phase, f"exit code {exit_code}", pod.namespace)
         self._pod_changed(pod, old)
 
-    def pod_stopped(self, key: str) -> None:
-        """A pod asked to stop (or lost with its node) is gone: remove it."""
+    def _restart(self, pod: o.Pod, ended: float) -> None:
+        """Start the pod's process again, in place (same node, same name)."""
+        now = self.clock.now()
+        pod.status.restart_count += 1
+        pod.status.reason = pod.status.message = ""
+        self.backoff.restarted(pod.key, ended, now)
+        self.record(
+            "PodRestart", pod.name, pod.node_name, "Restarted", f"exit code {pod.status.exit_code}", pod.namespace
+        )
+        self.history.begin(pod, pod.node_name, now)
+        self.executor.start(pod, self.nodes[pod.node_name])
+        self._pod_changed(pod, o.POD_RUNNING)
+
+    def pod_stopped(self, key: str, exit_code: int | None = None) -> None:
+        """A pod asked to stop (or lost with its node) is gone: remove it.
+
+        `exit_code` is how its process ended, when the executor knows; else a run cut short
+        ends as a SIGTERM'd process does (143)."""
         pod = self.pods.get(key)
         if pod is None:
             return
         asked = key in self._stopping
         self._stopping.discard(key)
-        # A run cut short ends as a SIGTERM'd process does: Failed, 143.
-        self.history.end(key, o.POD_FAILED, 143, self.clock.now())
+        code: int | None = None  # None: it never ran
+        if pod.finished or key in self.backoff.waiting:
+            code = pod.status.exit_code
+        elif pod.node_name:
+            code = 143 if exit_code is None else exit_code
+        self.backoff.forget(key)
+        if code is not None:
+            self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
         self.job_pods.get(job_key, {}).pop(pod.name, None)
@@ -207,6 +245,8 @@ class ControlPlane:
         self._dirty = True
         self._release_podgroup(job_key)
         self.record("PodDeleted", pod.name, pod.node_name, "Deleted", "", pod.namespace)
+        if self.on_pod_gone is not None:
+            self.on_pod_gone(pod, code, asked)
         job = self.jobs.get(job_key)
         if job is None:  # deleted with its job
             return
@@ -225,7 +265,10 @@ class ControlPlane:
         pod.deletion_timestamp = self.clock.now()
         self.state.set_pod(pod, self._pg_key(pod))
         self.record(kind, pod.name, pod.node_name, reason, message, pod.namespace)
-        self.executor.stop(pod)
+        if key in self.backoff.waiting:  # no process to stop
+            self.pod_stopped(key)
+        else:
+            self.executor.stop(pod)
 
     def node_down(self, name: str) -> None:
         node = self.nodes.get(name)
@@ -243,6 +286,10 @@ class ControlPlane:
     def settle(self) -> None:
         """Reconcile and schedule until nothing changes at the current time."""
         for _ in range(MAX_ROUNDS):
+            for key, ended in self.backoff.due(self.clock.now()) if self.backoff.waiting else ():
+                pod = self.pods.get(key)
+                if pod is not None and pod.deletion_timestamp is None:
+                    self._restart(pod, ended)
             for entry in self.delayed.due(self.clock.now()):
                 self._run(entry.key, entry.action, entry.target)
             if self._requests:
@@ -268,8 +315,9 @@ class ControlPlane:
         self._dirty = True
 
     def next_wakeup(self) -> float | None:
-        """When timed work (delayed actions, TTLs) is next due."""
-        times = [t for t in (self.delayed.next_due(), self.ttl.next_due(self.jobs)) if t is not None]
+        """When timed work (delayed actions, TTLs, restarts after a back-off) is next due."""
+        due = (self.delayed.next_due(), self.ttl.next_due(self.jobs), self.backoff.next_due())
+        times = [t for t in due if t is not None]
         return min(times) if times else None
 
     def expire_ttls(self) -> None:
@@ -413,7 +461,7 @@ class ControlPlane:
             return
         pod.deletion_timestamp = self.clock.now()
         self._stopping.add(pod.key)
-        if pod.node_name and not pod.finished:
+        if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
             self.state.set_pod(pod, self._pg_key(pod))
             self.executor.stop(pod)
         else:

@@ -10,6 +10,9 @@ On start, the state is read back from the store and the pods' processes are
 adopted: those still running are watched again, the outcome of those that
 ended while no daemon watched is recorded (as if it had just happened), and a
 pod the store says runs but that has no process left is recorded as killed.
+
+Pods the plane removed after they ran are kept for people (`EndedPods`) with how they
+ended, stored with their job's other pods, until the job is deleted.
 """
 
 from __future__ import annotations
@@ -33,14 +36,17 @@ from caldera.core.manifest import parse_object, parse_priority_class, parse_queu
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
-from caldera.system.admission import check_commands, check_plugins
+from caldera.system.admission import check_commands, check_data, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.backoff import RestartBackoff
 from caldera.system.control import ControlPlane
 from caldera.system.elastic import ElasticService
+from caldera.system.ended import EndedPod, EndedPods
 from caldera.system.jobextras import JobExtras, StillDeleting
 from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
 from caldera.system.tensorboard import TensorBoards
 from caldera.system.views import job_summary, node_summary
+from caldera.system.waiting import explanation_json
 from caldera.system.watch import ChangeFeed, node_object
 from caldera.utils.clock import Clock, SystemClock
 
@@ -88,8 +94,10 @@ class EmbeddedCluster:
         )
         self.runtime = LocalRuntime(home, self.executor, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
-        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock)
+        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock, RestartBackoff())  # as the kubelet
         self.plane.add_nodes(node_list)
+        self.ended = EndedPods()
+        self.plane.on_pod_gone = self._pod_gone
         self.feed = ChangeFeed(self.store)
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
         self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
@@ -183,9 +191,15 @@ class EmbeddedCluster:
         if pod is not None and job is not None and elastic_range(job, pod.task) is not None:
             self.elastic.pod_ended(job, pod.name)  # its launcher's keys go now, not when its lease runs out
         if ev.kind == "stopped" or self.plane.is_stopping(ev.key):
-            self.plane.pod_stopped(ev.key)
+            self.plane.pod_stopped(ev.key, ev.exit_code)
         elif ev.exit_code is not None:
             self.plane.pod_exited(ev.key, ev.exit_code)
+
+    def _pod_gone(self, pod: o.Pod, exit_code: int | None, asked: bool) -> None:
+        job = self.plane.jobs.get(pod.job_key)
+        if job is not None:
+            attempt = self.runtime.attempts.get(pod.key, 0)
+            self.ended.gone(pod, job.metadata.uid, exit_code, asked, self.clock.now(), attempt)
 
     def _notify(self, namespace: str, obj: str, reason: str, message: str) -> None:
         self.plane.record(reason, obj, reason=reason, message=message, namespace=namespace)
@@ -202,6 +216,7 @@ class EmbeddedCluster:
             if submit_dir:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
             check_commands(obj, submit_dir)
+            check_data(obj)
             check_plugins(obj)
             if why := self.elastic.check(obj):
                 raise ValidationError([FieldError("spec.tasks", why)], f"job {obj.name}")
@@ -326,6 +341,9 @@ class EmbeddedCluster:
 
         return self._call(run)
 
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        return self._call(lambda: explanation_json(self.plane, self._job(namespace, name)))
+
     def list_queues(self) -> list[JSON]:
         return self._call(lambda: [q.to_dict() for q in sorted(self.plane.queues.values(), key=lambda q: q.name)])
 
@@ -390,7 +408,8 @@ class EmbeddedCluster:
         return job
 
     def _summary(self, job: o.Job) -> JSON:
-        return job_summary(self.plane, self.runtime, job, self.extras.tensorboards.url(job.key))
+        ended = self.ended.of_job(job, self.plane.job_pods.get(job.key, {}))
+        return job_summary(self.plane, self.runtime, job, ended, self.extras.tensorboards.url(job.key))
 
     def _node(self, node: o.Node) -> JSON:
         return node_summary(self.plane, node)
@@ -433,6 +452,10 @@ class EmbeddedCluster:
             )
         for node in self.plane.nodes.values():  # for watchers: what is allocated changes
             want[("Node", "", node.name)] = json.dumps(node_object(self._node(node)), sort_keys=True)
+        self.ended.forget_gone_jobs(self.plane.jobs)
+        for gone in self.ended.records():  # a live pod of the same name, written next, takes the entry over
+            body = persist.pod_record(gone.pod, gone.attempt, ports.get(gone.pod.key, {}), [], ended_uid=gone.job_uid)
+            want[("Pod", gone.pod.namespace, gone.pod.name)] = json.dumps(body, sort_keys=True)
         for pod in self.plane.pods.values():
             held = self.runtime.gpus.held(pod.key)
             body = persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), ports.get(pod.key, {}), held)
@@ -478,12 +501,16 @@ class EmbeddedCluster:
                 if found is None:
                     continue
                 pod, attempt, gpus = found
-                restored.append((pod, attempt))
                 self.runtime.attempts[pod.key] = attempt
-                if gpus and pod.node_name:
-                    self.runtime.gpus.assign(pod.key, pod.node_name, len(gpus))
                 ports = body.get("caldera", {}).get("ports", {})
                 self.runtime.ports.restore(job.key, {(pod.name, int(p)): int(h) for p, h in ports.items()})
+                ended_uid = persist.ended_uid(body)
+                if ended_uid is not None:  # kept for people: not the plane's
+                    self.ended.restore(EndedPod(pod, ended_uid, attempt))
+                    continue
+                restored.append((pod, attempt))
+                if gpus and pod.node_name:
+                    self.runtime.gpus.assign(pod.key, pod.node_name, len(gpus))
             plane.restore(job, pg, restored)
 
     def _adopt(self) -> None:

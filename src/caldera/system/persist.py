@@ -90,13 +90,22 @@ def podgroup_from_record(body: JSON, job: o.Job) -> o.PodGroup:
     return pg
 
 
-def pod_record(pod: o.Pod, attempt: int, ports: dict[str, int], gpus: list[int]) -> JSON:
+def pod_record(pod: o.Pod, attempt: int, ports: dict[str, int], gpus: list[int], ended_uid: str | None = None) -> JSON:
+    """A pod's stored form; `ended_uid` marks a pod kept after it was removed (that uid is its job's)."""
     body = pod.to_dict()
     body["spec"].update({"job": pod.job, "task": pod.task, "index": pod.index})
     body["metadata"]["creationTimestamp"] = pod.metadata.creation_timestamp
     body["metadata"]["deletionTimestamp"] = pod.deletion_timestamp
     body["caldera"] = {"attempt": attempt, "ports": ports, "gpus": gpus}
+    if ended_uid is not None:
+        body["caldera"]["endedJobUid"] = ended_uid
     return body
+
+
+def ended_uid(body: JSON) -> str | None:
+    """The job uid of a pod kept after it was removed; None for a live pod."""
+    uid = body.get("caldera", {}).get("endedJobUid")
+    return None if uid is None else str(uid)
 
 
 def pod_from_record(body: JSON, job: o.Job, priority: int) -> tuple[o.Pod, int, list[int]] | None:

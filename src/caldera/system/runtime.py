@@ -3,11 +3,14 @@
 For each pod the runtime renders one process from its first container: the
 command and args; the environment (the daemon's PATH with caldera's Python
 first, PYTHONPYCACHEPREFIX under the home so that no pod writes bytecode into a
-source tree, caldera's or the user's, the container's `env` with fieldRefs resolved, then the framework
-plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
+source tree, caldera's or the user's; the container's `env` with fieldRefs
+resolved, then the framework plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
 the working directory (`workingDir`, relative to where the job was submitted,
-else the pod's own directory); and the plugins' files. The image cannot be
-run here: it is reported once per job as ignored.
+else the pod's own directory); the plugins' files and `--data`, made reachable
+from where the command runs (`podpaths.py`: relative targets are links in the
+working directory, absolute ones and the plugins' files are mapped in the
+command, its arguments, the container's environment and workingDir). The image
+cannot be run here: it is reported once per job as ignored.
 
 Invariants: every port a pod declares (in its manifest or through a plugin
 flag) maps to a host port allocated once per job, so all pods of a job agree
@@ -29,10 +32,10 @@ from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
 from caldera.core.elastic import launcher_env, max_replicas
 from caldera.core.resources import GPU
+from caldera.system.podpaths import DATA, link_relative, parse_data, path_map, rewrite
 
 HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
-DATA = "caldera.dev/data"  # "SRC:DST,...": host directory SRC is seen at DST inside the pod's directory
 PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
 PYCACHE = "pycache"  # under the home: where the pods' Python processes keep their bytecode
 
@@ -158,12 +161,18 @@ class LocalRuntime:
             )
         pod_dir = self.pod_dir(pod)
         addresses = MappedAddresses(HOST, self.ports.for_job(job))
-        patch = render(job, task, pod.index, addresses)
+        patch = render(job, task, pod.index, addresses, pod_dir=str(pod_dir))
         gpus = self.gpus.assign(pod.key, node.name, int(pod.spec.requests().get(GPU, 0.0) / 1000))
+        try:
+            mounts = parse_data(pod.metadata.annotations.get(DATA, ""))
+        except ValueError as e:  # admission refuses these: a pod from an older daemon, say so and run without
+            self.notify(pod.namespace, pod.name, "DataIgnored", f"{DATA}: {e}")
+            mounts = []
+        paths = path_map(mounts, pod_dir, patch.files)
         env = self.base_env()
         # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
         env["PYTHONPYCACHEPREFIX"] = str(self.home / PYCACHE)
-        env.update(_container_env(container, pod, node))
+        env.update({k: rewrite(v, paths) for k, v in _container_env(container, pod, node).items()})
         env.update(patch.env)
         if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):
             env.update(elastic)
@@ -180,15 +189,17 @@ class LocalRuntime:
                 "CALDERA_POD_DIR": str(pod_dir),
             }
         )
-        link_data(pod_dir, pod.metadata.annotations.get(DATA, ""))
+        cwd = working_dir(container, job, pod_dir, paths)
+        for problem in link_relative(cwd, mounts):
+            self.notify(pod.namespace, pod.name, "DataLinkFailed", problem)
         attempt = self.attempts.get(pod.key, -1) + 1
         self.attempts[pod.key] = attempt
         self.executor.run(
             ProcessSpec(
                 key=pod.key,
-                argv=(*container.command, *container.args),
+                argv=tuple(rewrite(word, paths) for word in (*container.command, *container.args)),
                 env=env,
-                cwd=str(self._cwd(container, job, pod_dir)),
+                cwd=str(cwd),
                 pod_dir=str(pod_dir),
                 files=dict(patch.files),
                 attempt=attempt,
@@ -221,28 +232,15 @@ class LocalRuntime:
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
-    @staticmethod
-    def _cwd(container: o.Container, job: o.Job, pod_dir: Path) -> Path:
-        base = job.metadata.annotations.get(SUBMIT_DIR)
-        if container.working_dir:
-            wd = Path(container.working_dir)
-            return wd if wd.is_absolute() or not base else Path(base) / wd
-        return pod_dir
 
-
-def link_data(pod_dir: Path, spec: str) -> None:
-    """Make each `SRC:DST` of `caldera submit --data` a symlink DST (inside the pod's directory) to SRC."""
-    for item in filter(None, (part.strip() for part in spec.split(","))):
-        source, _, target = item.rpartition(":")
-        link = pod_dir / target
-        if not source or not target or Path(target).is_absolute() or ".." in Path(target).parts:
-            raise RuntimeError(f"bad {DATA} entry {item!r}: expected SRC:DST with DST inside the pod's directory")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if link.is_symlink() or link.exists():
-            if link.is_symlink() and os.readlink(link) == source:
-                continue
-            link.unlink()
-        link.symlink_to(source)
+def working_dir(container: o.Container, job: o.Job, pod_dir: Path, paths: Mapping[str, str]) -> Path:
+    """Where the pod's command runs: its `workingDir` (mapped; relative to where the job was submitted),
+    else the pod's own directory."""
+    base = job.metadata.annotations.get(SUBMIT_DIR)
+    if container.working_dir:
+        wd = Path(rewrite(container.working_dir, paths))
+        return wd if wd.is_absolute() or not base else Path(base) / wd
+    return pod_dir
 
 
 def _container_env(container: o.Container, pod: o.Pod, node: o.Node) -> dict[str, str]:

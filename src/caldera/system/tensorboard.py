@@ -33,6 +33,7 @@ from pathlib import Path
 
 from caldera.backends.shim import group_members, kill_group, proc_stat, read_json, wait_exited, write_json_atomic
 from caldera.core import objects as o
+from caldera.system.podpaths import DATA, parse_data, path_map, rewrite
 from caldera.system.runtime import HOST, SUBMIT_DIR, PortBook
 from caldera.utils.clock import Clock
 
@@ -52,11 +53,16 @@ def logdir_of(job: o.Job) -> Path | None:
     """The directory the job's TensorBoard reads, or None if it asked for none.
 
     A relative one is relative to the job's working directory: its first container's
-    `workingDir` (itself relative to where the job was submitted), else where it was submitted."""
+    `workingDir` (itself relative to where the job was submitted), else where it was submitted.
+    One under an absolute `--data` target reads that data's source (`podpaths.py`)."""
     raw = job.metadata.annotations.get(LOGDIR, "").strip()
     if not raw:
         return None
-    path = Path(raw).expanduser()
+    mounts = []
+    for task in job.spec.tasks:
+        with contextlib.suppress(ValueError):  # admission refuses a malformed one
+            mounts.extend(parse_data(task.template.annotations.get(DATA, "")))
+    path = Path(rewrite(raw, path_map(mounts))).expanduser()
     if path.is_absolute():
         return path
     base = Path(job.metadata.annotations.get(SUBMIT_DIR) or ".")

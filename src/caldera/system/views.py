@@ -2,7 +2,9 @@
 
 A job's summary has at least {"name", "namespace", "queue", "phase", "retryCount",
 "minAvailable", "pods": [{"name", "task", "node", "phase", "exitCode", "restarts",
-"address"}]} (the contract of `system/api.py`); a pod being deleted shows as Terminating.
+"address", "reason", "message"}], "waiting"} (the contract of `system/api.py`); a pod being
+deleted shows as Terminating; the pods that ended and were removed are listed too, as they
+ended; "waiting" says why the job is held up (`waiting.py`).
 "labels", "type" and the "apiVersion" and "kind" it was applied as (`core.jobkind`) say
 what the job is, for selectors, `list`'s TYPE column and `-o name`.
 """
@@ -15,11 +17,16 @@ from caldera.core.resources import GPU, format_resource_list
 from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
 from caldera.system.runtime import LocalRuntime
+from caldera.system.waiting import waiting
 
 
-def job_summary(plane: ControlPlane, runtime: LocalRuntime, job: o.Job, tensorboard: str | None) -> JSON:
+def job_summary(
+    plane: ControlPlane, runtime: LocalRuntime, job: o.Job, ended: list[o.Pod], tensorboard: str | None
+) -> JSON:
+    """`ended`: the job's pods that were removed after they ran (no live pod has their names)."""
     order = {t.name: i for i, t in enumerate(job.spec.tasks)}
-    pods = sorted(plane.job_pods.get(job.key, {}).values(), key=lambda p: (order.get(p.task, 99), p.index))
+    live = list(plane.job_pods.get(job.key, {}).values())
+    pods = sorted([*live, *ended], key=lambda p: (order.get(p.task, 99), p.index))
     api_version, kind = applied_as(job.metadata.annotations)
     return {
         "name": job.name,
@@ -37,6 +44,7 @@ def job_summary(plane: ControlPlane, runtime: LocalRuntime, job: o.Job, tensorbo
         "completionTime": job.status.completion_time,
         "reason": job.status.reason,
         "message": job.status.message,
+        "waiting": waiting(plane, job),
         "pods": [
             {
                 "name": p.name,
@@ -47,6 +55,8 @@ def job_summary(plane: ControlPlane, runtime: LocalRuntime, job: o.Job, tensorbo
                 "exitCode": p.status.exit_code,
                 "restarts": p.status.restart_count,
                 "address": runtime.address(job, p.name),
+                "reason": p.status.reason,
+                "message": p.status.message,
             }
             for p in pods
         ],

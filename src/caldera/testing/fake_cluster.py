@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from caldera import __version__
+from caldera.backends.process import attempt_spans
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
@@ -48,6 +49,8 @@ class FakePod:
     exit_code: int | None = None
     restarts: int = 0
     address: str | None = None
+    reason: str = ""
+    message: str = ""
 
     def summary(self) -> JSON:
         return {
@@ -59,6 +62,8 @@ class FakePod:
             "exitCode": self.exit_code,
             "restarts": self.restarts,
             "address": self.address,
+            "reason": self.reason,
+            "message": self.message,
         }
 
 
@@ -77,6 +82,7 @@ class FakeJob:
     completion: float | None = None
     reason: str = ""
     message: str = ""
+    waiting: JSON | None = None
 
     def summary(self) -> JSON:
         meta = self.manifest.get("metadata") or {}
@@ -97,6 +103,7 @@ class FakeJob:
             "completionTime": self.completion,
             "reason": self.reason,
             "message": self.message,
+            "waiting": self.waiting,
             "pods": [p.summary() for p in self.pods.values()],
         }
 
@@ -245,6 +252,27 @@ class FakeCluster:
             events = [e for e in self.event_log if e["namespace"] == namespace and e["object"] in objects]
             return {"job": job.object(), "summary": job.summary(), "podgroup": pg, "events": events}
 
+    def explain_job(self, namespace: str, name: str) -> JSON:
+        """What the daemon's explanation has, for a job whose waiting reason a test set (`set_waiting`)."""
+        with self._changed:
+            job = self._job(namespace, name)
+            waiting = job.waiting or {}
+            never = [str(waiting["message"])] if waiting.get("never") else []
+            now = [str(waiting["message"])] if waiting and not waiting.get("never") else []
+            queue = {"name": job.queue, "state": "Open", "capability": {}, "allocated": {}, "minimum": {}}
+            return {
+                "job": name,
+                "namespace": namespace,
+                "phase": job.phase,
+                "podGroup": "Inqueue",
+                "waiting": job.waiting,
+                "conditions": [],
+                "never": never,
+                "now": now,
+                "queue": {**queue, "never": "", "now": ""},
+                "nodeClasses": [],
+            }
+
     def list_queues(self) -> list[JSON]:
         with self._changed:
             return [self.queues[n] for n in sorted(self.queues)]
@@ -303,12 +331,19 @@ class FakeCluster:
         since_seconds: int | None = None,
         timestamps: bool = False,
         since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]:
         """The log as one chunk; with `follow`, then every append until the pod has finished.
 
-        `since_seconds`, `since_time` and `timestamps` read the times `write_log` noted on the fake's clock."""
+        `since_seconds`, `since_time` and `timestamps` read the times `write_log` noted on the fake's
+        clock; `previous`: the attempt before the last (parts open with the executor's header lines)."""
         path = Path(self.pod_log(namespace, pod))
         text = path.read_text() if path.exists() else ""
+        if previous:
+            spans = attempt_spans(path)
+            if len(spans) < 2:
+                raise NotFound(f"pod {namespace}/{pod} has no previous attempt")
+            text, follow = path.read_bytes()[spans[-2][0] : spans[-2][1]].decode(errors="replace"), False
         if since_seconds is not None or since_time is not None or timestamps:
             cutoff = self.clock.now() - since_seconds if since_seconds is not None else float("-inf")
             cutoff = max(cutoff, since_time) if since_time is not None else cutoff
@@ -348,6 +383,13 @@ class FakeCluster:
                 job.start = self.clock.now()
             if phase in o.FINISHED_JOB_PHASES:
                 job.completion = self.clock.now()
+            self._notify()
+
+    def set_waiting(self, namespace: str, name: str, reason: str, message: str, *, never: bool = False) -> None:
+        """The job's waiting reason, as the daemon would give it ("" reason: nothing holds it up)."""
+        with self._changed:
+            job = self._job(namespace, name)
+            job.waiting = {"reason": reason, "message": message, "never": never} if reason else None
             self._notify()
 
     def set_pod(self, namespace: str, pod: str, **changes: Any) -> None:

@@ -104,8 +104,8 @@ def task(
     *,
     replicas: int = 1,
     gpus: int = 1,
-    cpu: str = "1",
-    memory: str = "4Gi",
+    cpu: str | None = "1",
+    memory: str | None = "4Gi",
     min_available: int | None = None,
     node_selector: Mapping[str, str] | None = None,
     affinity: Mapping[str, Any] | None = None,
@@ -114,14 +114,16 @@ def task(
     restart_policy: str = "OnFailure",
     policies: Sequence[Mapping[str, Any]] = (),
 ) -> Doc:
-    """One task of a Volcano Job: `replicas` pods of one container asking for cpu, memory and GPUs."""
-    requests: Doc = {"cpu": cpu, "memory": memory}
+    """One task of a Volcano Job: `replicas` pods of one container asking for cpu, memory and GPUs.
+
+    `cpu=None, memory=None, gpus=0` is a BestEffort pod: no requests at all."""
+    requests: Doc = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
-    spec: Doc = {
-        "restartPolicy": restart_policy,
-        "containers": [{"name": name, "image": "busybox", "resources": {"requests": requests}}],
-    }
+    container: Doc = {"name": name, "image": "busybox"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: Doc = {"restartPolicy": restart_policy, "containers": [container]}
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     if affinity:

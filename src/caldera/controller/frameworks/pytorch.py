@@ -8,7 +8,11 @@ Flags `--master` (task, default `master`), `--worker` (default `worker`), `--por
 - `RANK`: 0 for the master, `index + 1` for a worker;
 - the same as torchrun's flag defaults (`PET_MASTER_ADDR`, `PET_MASTER_PORT`,
   `PET_NNODES`, `PET_NODE_RANK`), as Kubeflow's PyTorchJob sets them, so
-  `torchrun --nproc-per-node N train.py` works with no rendezvous flags.
+  `torchrun --nproc-per-node N train.py` works with no rendezvous flags;
+- `PET_RDZV_ENDPOINT`: the master's `host:port` again, so `torchrun --rdzv-backend=c10d`
+  meets at the master pod too (without it torchrun's c10d falls back to `localhost:29400`,
+  one fixed port for every job of a host). Static rendezvous reads the same endpoint, as
+  torchrun uses `--rdzv-endpoint` before `--master-addr/--master-port` when it is given.
 
 Two choices where Volcano is loose:
 - exactly one master: Volcano gives RANK 0 to every master replica; a master task with
@@ -77,5 +81,6 @@ def render(pod: PodRef, args: Sequence[str]) -> PodPatch:
         "PET_MASTER_PORT": port,
         "PET_NNODES": str(world),
         "PET_NODE_RANK": str(rank),
+        "PET_RDZV_ENDPOINT": f"{addr}:{port}",
     }
     return PodPatch(env=env)

@@ -13,6 +13,7 @@ preempt would make room for.
 from __future__ import annotations
 
 from caldera.core import objects as o
+from caldera.core.resources import from_units
 from caldera.scheduler.framework import JOB_ENQUEUEABLE, JOB_ENQUEUED
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import READY, ClusterState, JobInfo, Vector
@@ -38,7 +39,7 @@ def enqueue(ssn: Session) -> None:
             ssn.set_phase(job, o.PG_INQUEUE)
         else:
             job.failed_at = state.version
-            ssn.not_enqueued[job.key] = f"queue {job.queue} cannot admit the job now (its share or the cluster is full)"
+            ssn.not_enqueued[job.key] = _not_admitted(state, job)
 
 
 def _never_fits(ssn: Session, job: JobInfo) -> str:
@@ -52,6 +53,22 @@ def _never_fits(ssn: Session, job: JobInfo) -> str:
         if not _fits_some_node(state, task.req):
             return f"pod {task.name} asks for more than any node has"
     return ""
+
+
+def _not_admitted(state: ClusterState, job: JobInfo) -> str:
+    """Why the queue plugins refused the job: for ever (its minimum exceeds the queue's capability or
+    the whole cluster), else for now."""
+    for limit, what in (
+        (state.queue(job.queue).capability, f"queue {job.queue}'s capability"),
+        (state.total, "the cluster"),
+    ):
+        over = [d for d in range(min(len(limit), len(job.min_resources))) if job.min_resources[d] > limit[d]]
+        if over:
+            amounts = ", ".join(
+                f"{state.resources[d]} {from_units(state.resources[d], float(job.min_resources[d]))}" for d in over
+            )
+            return f"{what} can never hold the job's minimum ({amounts})"
+    return f"queue {job.queue} cannot admit the job now (its share or the cluster is full)"
 
 
 def _fits_some_node(state: ClusterState, req: Vector) -> bool:

@@ -28,7 +28,7 @@ class Predicates(Plugin):
         if tainted:
             by_reason: dict[str, list[int]] = {}
             for i in tainted:
-                bad = _untolerated(state.node_taints[i], spec.tolerations)
+                bad = untolerated(state.node_taints[i], spec.tolerations)
                 if bad is not None:
                     reason = f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}"
                     by_reason.setdefault(reason, []).append(i)
@@ -37,19 +37,21 @@ class Predicates(Plugin):
                 ok[rows] = False
                 out.append(Rejection(ok, reason))
         if spec.node_selector or spec.node_affinity:
-            ok = np.fromiter((_matches(spec, labels) for labels in state.node_labels), bool, len(state.node_labels))
+            ok = np.fromiter((selects(spec, labels) for labels in state.node_labels), bool, len(state.node_labels))
             out.append(Rejection(ok, SELECTOR))
         return out
 
 
-def _matches(spec: o.PodSpec, labels: dict[str, str] | object) -> bool:
+def selects(spec: o.PodSpec, labels: dict[str, str] | object) -> bool:
+    """Whether a node with `labels` satisfies the pod's nodeSelector and required node affinity."""
     assert isinstance(labels, dict)
     if any(labels.get(k) != v for k, v in spec.node_selector.items()):
         return False
     return not spec.node_affinity or any(term.matches(labels) for term in spec.node_affinity)
 
 
-def _untolerated(taints: tuple[o.Taint, ...], tolerations: tuple[o.Toleration, ...]) -> o.Taint | None:
+def untolerated(taints: tuple[o.Taint, ...], tolerations: tuple[o.Toleration, ...]) -> o.Taint | None:
+    """The first taint that keeps the pod off a node (NoSchedule or NoExecute, not tolerated); None if none."""
     for taint in taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue
