@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd frameworks
+.PHONY: demo demo-sim test lint bench clean etcd frameworks kube-tools volcano-tools
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,10 +43,11 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# Lint (and the venv it needs) and the frameworks' venvs are set up side by side: the
-# framework downloads take minutes the first time (reused after).
+# Lint (and the venv it needs), the frameworks' venvs and the Go build of the Kubernetes tools are set up
+# side by side: the downloads are network bound, the Go build is CPU bound (minutes the first time; all
+# reused after). The tests marked `kube` need the tools: `pytest -m 'not kube'` leaves them out.
 test:
-	@$(MAKE) --no-print-directory -j2 lint frameworks
+	@$(MAKE) --no-print-directory -j3 lint frameworks kube-tools
 	$(BIN)/pytest
 
 # TensorFlow and PaddlePaddle for tests/frameworks_real, each in a venv of its own outside the
@@ -54,6 +55,18 @@ test:
 # Which versions and why: tests/frameworks_real/venvs.py.
 frameworks:
 	$(PYTHON) tests/frameworks_real/venvs.py
+
+# The Kubernetes tools of the tests and benchmarks (docs/kubernetes-harness.md): kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl and KWOK built from the Go module proxy, and Volcano's CRDs,
+# once per set of pinned versions (tools/kube, tools/volcano) into ~/.cache/caldera/kube/ (about 10 CPU
+# minutes the first time; nothing after). Volcano's own binaries too where the Go module proxy serves its
+# volcano.sh/apis module; here it does not, and the build says so and goes on without them.
+kube-tools:
+	@nice sh tools/kube/build.sh >/dev/null
+	@nice sh tools/kube/build.sh --volcano >/dev/null || true
+
+volcano-tools:
+	@nice sh tools/kube/build.sh --volcano >/dev/null
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py

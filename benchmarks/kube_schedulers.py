@@ -1,0 +1,235 @@
+"""Schedulers on the same real control plane: how fast each binds the same workload on the same fake cluster.
+
+For every cluster size, workload and contender, a fresh control plane (`caldera.testing.kube`:
+etcd, kube-apiserver, KWOK; no controller manager) with N KWOK nodes of 32 CPUs, 256 GiB,
+8 GPUs and 110 pods each. Workloads (every pod asks for 1 CPU and 1 GiB, and runs until the end):
+
+- pods:  10,000 single-pod jobs;
+- gangs: 150 gangs of 64 pods (9,600 pods).
+
+Contenders:
+
+- kube-scheduler (default profile, client QPS 5,000 / burst 10,000 instead of 50 / 100): the
+  workload as plain pods (it has no gangs: a "gang" is 64 pods with one label);
+- volcano: vc-controller-manager + vc-scheduler (Helm default configuration, no webhook): the
+  workload as Volcano Jobs (one task; a gang's minAvailable is 64) with the webhook's defaults
+  written in (`volcano_job_defaults`); needs Volcano's binaries (docs/kubernetes-harness.md);
+- caldera: comes with its Kubernetes mode.
+
+Created before timing starts: the control plane, the N Ready nodes, and the workload's objects
+(kube-scheduler: the pods; Volcano: its CRDs, the default queue and the Jobs). Timing starts when
+the contender's processes are started, so it includes their start-up and first sync, and ends when
+every pod is bound (a watch on the pods sees it). Figures:
+
+- pods bound per second: pods ÷ (last binding − start); a pod's binding time is its PodScheduled
+  condition's lastTransitionTime, which the API server sets at binding (or its creationTimestamp if it
+  was created bound). These times have 1-second resolution;
+- all bound: last binding − start (s);
+- gang p50 / p99: per job (a gang, or a single pod), its last pod's binding − start (every job
+  exists at the start);
+- CPU: user + system seconds of the contender's processes over the run (Volcano: both).
+
+    python benchmarks/kube_schedulers.py [--nodes 1000,5000] [--workloads pods,gangs]
+        [--contenders kube-scheduler,volcano] [--scale 1.0]
+
+`--scale 0.1` runs a tenth of every workload (and of the nodes), to try it out quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+
+from caldera.backends.kube.client import JSON, KubeError, resource_path
+from caldera.testing.kube import (
+    ControlPlane,
+    FakeNode,
+    Process,
+    add_nodes,
+    find_tools,
+    install_volcano_crds,
+    running_cluster,
+    start_kube_scheduler,
+    start_volcano,
+    volcano_job_defaults,
+)
+
+NAMESPACE = "bench"
+PODS = resource_path("v1", "pods", namespace=NAMESPACE)
+VOLCANO_JOBS = resource_path("batch.volcano.sh/v1alpha1", "jobs", namespace=NAMESPACE)
+QUEUES = resource_path("scheduling.volcano.sh/v1beta1", "queues")
+WORKLOADS = {"pods": (10_000, 1), "gangs": (150, 64)}  # jobs, pods per job
+TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    nodes: int
+    workload: str
+    contender: str
+    pods: int
+    pods_per_second: float
+    all_bound: float
+    job_p50: float
+    job_p99: float
+    cpu: float
+
+
+def container() -> JSON:
+    return {"name": "main", "image": "trainer:1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+
+
+def plain_pod(job: int, index: int) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"job{job}-{index}", "labels": {"bench-job": f"job{job}"}},
+        "spec": {"restartPolicy": "Never", "containers": [container()]},
+    }
+
+
+def volcano_job(job: int, size: int) -> JSON:
+    template = {
+        "metadata": {"labels": {"bench-job": f"job{job}"}},
+        "spec": {"restartPolicy": "Never", "containers": [container()]},
+    }
+    manifest = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": f"job{job}"},
+        "spec": {"minAvailable": size, "tasks": [{"name": "w", "replicas": size, "template": template}]},
+    }
+    return volcano_job_defaults(manifest)
+
+
+def create_all(plane: ControlPlane, path: str, objects: Iterable[JSON]) -> None:
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda obj: plane.kube.create(path, obj), objects))
+
+
+def prepare_kube_scheduler(plane: ControlPlane, jobs: int, size: int) -> Callable[[], list[Process]]:
+    create_all(plane, PODS, (plain_pod(j, i) for j in range(jobs) for i in range(size)))
+    return lambda: [start_kube_scheduler(plane)]
+
+
+def prepare_volcano(plane: ControlPlane, jobs: int, size: int) -> Callable[[], list[Process]]:
+    install_volcano_crds(plane)
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"},
+             "spec": {"weight": 1, "reclaimable": True}}  # fmt: skip
+    plane.kube.create(QUEUES, queue)
+    create_all(plane, VOLCANO_JOBS, (volcano_job(j, size) for j in range(jobs)))
+    return lambda: list(start_volcano(plane))
+
+
+CONTENDERS: dict[str, Callable[[ControlPlane, int, int], Callable[[], list[Process]]]] = {
+    "kube-scheduler": prepare_kube_scheduler,
+    "volcano": prepare_volcano,
+}
+
+
+class BindWatch:
+    """Counts the workload's bound pods from a watch, and says when there are `total`."""
+
+    def __init__(self, plane: ControlPlane, total: int) -> None:
+        self.plane, self.total = plane, total
+        self.bound: set[str] = set()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        _, self._version = plane.kube.list_all(PODS)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for kind, pod in self.plane.kube.watch(PODS, resource_version=self._version, timeout_seconds=30):
+                    self._version = pod["metadata"]["resourceVersion"]
+                    if kind in ("ADDED", "MODIFIED") and pod["spec"].get("nodeName"):
+                        self.bound.add(pod["metadata"]["name"])
+                        if len(self.bound) >= self.total:
+                            self.done.set()
+                            return
+        except KubeError as e:
+            self.error = e
+            self.done.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def bind_time(pod: JSON) -> float:
+    for condition in pod["status"].get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "True":
+            return stamp(condition["lastTransitionTime"])
+    return stamp(pod["metadata"]["creationTimestamp"])
+
+
+def stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
+    jobs, size = WORKLOADS[workload]
+    jobs = max(1, round(jobs * scale))
+    total = jobs * size
+    with running_cluster(controller_manager=False) as plane:
+        add_nodes(plane, [FakeNode(f"node-{i}", cpu="32", memory="256Gi", gpus=8) for i in range(nodes)], timeout=1800)
+        plane.create_namespace(NAMESPACE)
+        start = CONTENDERS[contender](plane, jobs, size)
+        watch = BindWatch(plane, total)
+        t0 = time.time()
+        processes = start()
+        if not watch.done.wait(TIMEOUT) or watch.error is not None:
+            raise SystemExit(f"{contender}: {len(watch.bound)} of {total} pods bound ({watch.error or 'timed out'})")
+        cpu = sum(p.cpu_seconds() for p in processes)
+        watch.stop()
+        pods, _ = plane.kube.list_all(PODS)
+    binds = [bind_time(p) - t0 for p in pods]
+    per_job: dict[str, float] = {}
+    for pod, at in zip(pods, binds, strict=True):
+        job = pod["metadata"]["labels"]["bench-job"]
+        per_job[job] = max(per_job.get(job, 0.0), at)
+    last = max(binds)
+    latencies = sorted(per_job.values())
+    return Result(
+        nodes, workload, contender, total, total / last if last > 0 else float("inf"), last,
+        statistics.median(latencies), latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))], cpu,
+    )  # fmt: skip
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: every control plane is stopped and removed
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="1000,5000")
+    parser.add_argument("--workloads", default="pods,gangs")
+    parser.add_argument("--contenders", default="kube-scheduler,volcano")
+    parser.add_argument("--scale", type=float, default=1.0)
+    args = parser.parse_args()
+    contenders = args.contenders.split(",")
+    if "volcano" in contenders and not find_tools().has_volcano():
+        print("volcano: left out, its binaries are not built (docs/kubernetes-harness.md, Volcano)")
+        contenders.remove("volcano")
+    print("| nodes | workload | contender | pods | pods bound/s | all bound (s) | job p50 / p99 (s) | CPU (s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for nodes in (max(1, round(int(n) * args.scale)) for n in args.nodes.split(",")):
+        for workload in args.workloads.split(","):
+            for contender in contenders:
+                r = run(nodes, workload, contender, args.scale)
+                print(
+                    f"| {r.nodes:,} | {r.workload} | {r.contender} | {r.pods:,} | {r.pods_per_second:,.0f} | "
+                    f"{r.all_bound:.0f} | {r.job_p50:.0f} / {r.job_p99:.0f} | {r.cpu:.1f} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
