@@ -11,7 +11,7 @@
 # Every command is printed before it runs: they are what you would type.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CALDERA_HOME="${CALDERA_HOME:-$PWD/.caldera-demo}"
+export CALDERA_HOME="${CALDERA_HOME:-${TMPDIR:-/tmp}/caldera-demo}"  # outside the repository: the demo writes nothing into it
 caldera="${CALDERA:-$PWD/.venv/bin/caldera}"
 run() { printf '\n\033[1m$ caldera %s\033[0m\n' "$*"; "$caldera" "$@"; }
 

@@ -40,6 +40,7 @@ import os
 import re
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -254,7 +255,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         help=f"directory of {CHECKPOINT_FILE}, shared by all ranks"
-        " (default: ./checkpoints/<TORCHELASTIC_RUN_ID>, or ./checkpoints without a run id)",
+        " (default: <temporary directory>/caldera-elastic-ddp/<TORCHELASTIC_RUN_ID>, or .../default without"
+        " a run id: outside the working directory, so a run from the repository writes nothing into it)",
     )
     parser.add_argument("--step-delay", type=float, default=0.0, help="seconds to sleep after each step")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the rendezvous and each collective")
@@ -266,7 +268,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.checkpoint is None:
         # One directory per run of the job: its restarts share it, a new submission starts afresh.
         run_id = re.sub(r"[^A-Za-z0-9._-]", "_", os.environ.get("TORCHELASTIC_RUN_ID", "")).lstrip(".")
-        args.checkpoint = Path("checkpoints", run_id) if run_id else Path("checkpoints")
+        args.checkpoint = Path(tempfile.gettempdir(), "caldera-elastic-ddp", run_id or "default")
     return args
 
 

@@ -8,7 +8,7 @@ which part it plays (see paddle_env.py):
     TRAINING_ROLE=TRAINER   train on shard PADDLE_TRAINER_ID of a synthetic click log
                             against all the servers, then evaluate (trainer.py)
 
-Usage (from the repository root):
+Usage (from any directory):
 
     python examples/paddle-ps-ctr/train.py [--epochs 3] [--batch-size 256] [--output FILE]
 """
@@ -20,10 +20,13 @@ import os
 import sys
 from pathlib import Path
 
-import clicklog
-from paddle_env import EnvError, read_paddle_env
-from pserver import run_pserver
-from trainer import TrainerConfig, run_trainer
+# The modules beside this script leave no __pycache__ in the repository (caldera's pods keep theirs in its home).
+sys.dont_write_bytecode = True
+
+import clicklog  # noqa: E402
+from paddle_env import EnvError, read_paddle_env  # noqa: E402
+from pserver import run_pserver  # noqa: E402
+from trainer import TrainerConfig, run_trainer  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -256,9 +256,11 @@ def test_resources_per_pod_and_gpus_only_where_pods_compute(
 @pytest.mark.parametrize("build", [p.values[0] for p in GPU_ROLES], ids=[p.id for p in GPU_ROLES])
 def test_common_options_reach_the_job_and_every_pod(build: Callable[[SubmitSpec], dict[str, Any]]) -> None:
     m = build(FULL)
+    kind = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "paddle": "PaddleJob", "mpi": "MPIJob"}
     assert m["metadata"] == {
         "name": "train",
         "namespace": "research",
+        "labels": {"volcano.sh/job-type": kind[container(m["spec"]["tasks"][0])["name"]]},  # list's TYPE
         "annotations": {TENSORBOARD_ANNOTATION: "runs"},
     }
     assert m["spec"]["queue"] == "team-a"
@@ -274,7 +276,7 @@ def test_common_options_reach_the_job_and_every_pod(build: Callable[[SubmitSpec]
 
 def test_defaults_write_nothing_optional() -> None:
     m = pytorch_job(make_spec(), workers=1)
-    assert m["metadata"] == {"name": "train", "namespace": "default"}
+    assert m["metadata"] == {"name": "train", "namespace": "default", "labels": {"volcano.sh/job-type": "PyTorchJob"}}
     assert m["spec"].keys() == {"minAvailable", "queue", "policies", "plugins", "tasks"}
     assert m["spec"]["queue"] == "default"
     [task] = m["spec"]["tasks"]

@@ -19,6 +19,8 @@ from caldera.cli.explain import explain
 from caldera.cli.get import get
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
+from caldera.cli.node import node
+from caldera.cli.priorityclass import priorityclass
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
 from caldera.cli.scale import scale
@@ -60,6 +62,8 @@ for command in (
     scale,
     tensorboard,
     dashboard,
+    node,
+    priorityclass,
 ):
     cli.add_command(command)
 

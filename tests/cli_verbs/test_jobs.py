@@ -30,8 +30,10 @@ def test_list_table(run: Run, running: FakeCluster) -> None:
     r = run("list")
     assert r.exit_code == 0
     header, row = r.stdout.splitlines()
-    assert header.split() == ["NAME", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"]
-    assert row.split() == ["train", "default", "Running", "1/3", "0", "3", "2m5s", "2m5s", "-"]
+    assert header.split() == [
+        "NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON",
+    ]  # fmt: skip
+    assert row.split() == ["train", "-", "default", "Running", "1/3", "0", "3", "2m5s", "2m5s", "-"]
 
 
 def test_list_says_why_a_job_waits(run: Run, running: FakeCluster) -> None:
@@ -39,7 +41,7 @@ def test_list_says_why_a_job_waits(run: Run, running: FakeCluster) -> None:
     assert run("list").stdout.splitlines()[1].split()[-1] == "NeverFits"
     running.set_waiting("default", "train", "CrashLoopBackOff", "pod train-worker-1: back-off 20s")
     assert run("list").stdout.splitlines()[1].split()[-1] == "CrashLoopBackOff"
-    assert json.loads(run("list", "-o", "json").stdout)[0]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert json.loads(run("list", "-o", "json").stdout)["items"][0]["waiting"]["reason"] == "CrashLoopBackOff"
 
 
 def test_get_and_describe_say_why_a_job_waits_and_whether_for_ever(run: Run, running: FakeCluster) -> None:
@@ -76,7 +78,9 @@ def test_list_all_namespaces(run: Run, running: FakeCluster) -> None:
 
 
 def test_list_json_has_the_stable_fields(run: Run, running: FakeCluster) -> None:
-    jobs = json.loads(run("list", "-o", "json", "-n", "team").stdout)
+    listed = json.loads(run("list", "-o", "json", "-n", "team").stdout)
+    assert listed["kind"] == "List" and listed["apiVersion"] == "v1"
+    jobs = listed["items"]
     assert [j["name"] for j in jobs] == ["other"]
     assert set(jobs[0]) >= SUMMARY_FIELDS and all(set(p) >= POD_FIELDS for p in jobs[0]["pods"])
 

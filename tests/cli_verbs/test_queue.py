@@ -45,7 +45,7 @@ def test_list_and_get(run: Run, fake: FakeCluster) -> None:
     assert lines[0].split() == ["NAME", "STATE", "WEIGHT", "RECLAIMABLE", "CAPABILITY"]
     assert lines[1].split() == ["default", "Open", "1", "True", "-"]
     assert lines[2].split() == ["research", "Open", "1", "True", "cpu=8"]
-    assert [q["metadata"]["name"] for q in json.loads(run("queue", "list", "-o", "json").stdout)] == [
+    assert [q["metadata"]["name"] for q in json.loads(run("queue", "list", "-o", "json").stdout)["items"]] == [
         "default",
         "research",
     ]

@@ -120,11 +120,11 @@ def test_list_watch_prints_the_table_then_a_row_per_change(run: Run, fake: Verbs
     assert r.exit_code == 0 and fake.watches == [(("Job",), "default")]
     rows = [line.split() for line in r.stdout.splitlines()]
     assert rows == [
-        ["NAME", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"],
-        ["a-long-job-name-here", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s"],
-        ["b", "default", "Pending", "0/2", "0", "2", "2m5s", "-"],
-        ["b", "default", "Running", "1/2", "0", "2", "2m5s", "2m"],
-        ["a-long-job-name-here", "-", "Deleted", "-", "-", "-", "-", "-"],
+        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"],
+        ["a-long-job-name-here", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s"],
+        ["b", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-"],
+        ["b", "-", "default", "Running", "1/2", "0", "2", "2m5s", "2m"],
+        ["a-long-job-name-here", "-", "-", "Deleted", "-", "-", "-", "-", "-"],
     ]
     lines = r.stdout.splitlines()
     assert len({line.index("QUEUE") if "QUEUE" in line else line.index("default") for line in lines[:4]}) == 1

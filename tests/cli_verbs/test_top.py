@@ -27,14 +27,14 @@ def test_top_node(run: Run, fake: FakeCluster) -> None:
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["NAME", "CPU", "MEMORY", "GPU", "PODS"]
     assert lines[1].split() == ["node-0", "2/8", "(25%)", "4Gi/16Gi", "(25%)", "1/2", "(virtual)", "1"]
-    assert lines[2].split()[:5] == ["node-1", "500m/8", "(6%)", "0/16Gi", "(0%)"]
+    assert lines[2].split()[:5] == ["node-1", "0.5/8", "(6%)", "0/16Gi", "(0%)"]
     assert lines[-1] == "Allocated/Total GPUs in cluster: 3/4 (75.0%) (virtual)"
 
 
 def test_top_node_real_gpus_and_json(run: Run, fake: FakeCluster) -> None:
     fake.nodes = [{**NODE, "virtualGpus": False}]
     assert "(virtual)" not in run("top", "node").stdout
-    assert json.loads(run("top", "node", "-o", "json").stdout) == fake.nodes
+    assert json.loads(run("top", "node", "-o", "json").stdout)["items"] == fake.nodes
 
 
 def test_top_job(run: Run, fake: FakeCluster) -> None:
@@ -58,23 +58,23 @@ def test_top_job(run: Run, fake: FakeCluster) -> None:
     ]
     assert lines[1].split() == ["train", "Running", "2/3", "3", "2", "1500m", "3Gi", "2m5s"]
     assert lines[-1] == "Total allocated/requested GPUs of jobs: 2/3"
-    rows = json.loads(run("top", "job", "train", "-o", "json").stdout)
-    assert rows == [
-        {
-            "name": "train",
-            "namespace": "default",
-            "phase": "Running",
-            "running": "2/3",
-            "gpusRequested": 3,
-            "gpusAllocated": 2,
-            "cpuRequested": "1500m",
-            "memoryRequested": "3Gi",
-            "duration": "2m5s",
-        }
-    ]
+    row = {
+        "name": "train",
+        "namespace": "default",
+        "phase": "Running",
+        "running": "2/3",
+        "gpusRequested": 3,
+        "gpusAllocated": 2,
+        "cpuRequested": "1500m",
+        "memoryRequested": "3Gi",
+        "duration": "2m5s",
+    }
+    assert json.loads(run("top", "job", "train", "-o", "json").stdout) == row  # one named job: the object
+    assert json.loads(run("top", "job", "-o", "json").stdout)["items"] == [row]  # a selection: a List
 
 
 def test_top_job_all_namespaces(run: Run, fake: FakeCluster) -> None:
     fake.apply(job("a", namespace="x", gpus=0))
     out = run("top", "job", "-A").stdout
-    assert "x/a" in out and out.splitlines()[-1] == "Total allocated/requested GPUs of jobs: 0/0"
+    assert out.splitlines()[0].split()[:2] == ["NAMESPACE", "NAME"] and out.splitlines()[1].split()[:2] == ["x", "a"]
+    assert out.splitlines()[-1] == "Total allocated/requested GPUs of jobs: 0/0"

@@ -65,7 +65,7 @@ def test_up_use_down(home: Path) -> None:
     assert stat.S_IMODE((home / "token").stat().st_mode) == 0o600
 
     assert caldera(home, "apply", "-f", "-", input=to_yaml(job())).stdout == "job.batch.volcano.sh/train created\n"
-    assert json.loads(caldera(home, "list", "-o", "json").stdout)[0]["name"] == "train"
+    assert json.loads(caldera(home, "list", "-o", "json").stdout)["items"][0]["name"] == "train"
 
     again = caldera(home, "up", "--nodes", "3")
     assert again.exit_code == 0

@@ -93,12 +93,14 @@ class Caldera:
 
     home: Path
 
-    def run(self, *args: str, input: str | None = None, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, input: str | None = None, timeout: float = 180.0, cwd: Path = REPO
+    ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "CALDERA_HOME": str(self.home), "COLUMNS": "200"}
         env.pop("CALDERA_DEBUG", None)
         return subprocess.run(
             [*CALDERA, *args],
-            cwd=REPO,
+            cwd=cwd,
             env=env,
             input=input,
             capture_output=True,
@@ -107,14 +109,16 @@ class Caldera:
             check=False,
         )
 
-    def ok(self, *args: str, input: str | None = None, timeout: float = 180.0) -> str:
+    def ok(self, *args: str, input: str | None = None, timeout: float = 180.0, cwd: Path = REPO) -> str:
         """stdout of a command that must succeed."""
-        r = self.run(*args, input=input, timeout=timeout)
+        r = self.run(*args, input=input, timeout=timeout, cwd=cwd)
         assert r.returncode == 0, f"caldera {' '.join(args)} → {r.returncode}\n{r.stderr}{self.daemon_log()}"
         return r.stdout
 
     def json(self, *args: str) -> Any:
-        return json.loads(self.ok(*args, "-o", "json"))
+        """The verb's `-o json`; of a `List`, its items (as `jq .items`)."""
+        data = json.loads(self.ok(*args, "-o", "json"))
+        return data["items"] if isinstance(data, dict) and data.get("kind") == "List" else data
 
     def apply(self, manifest: dict[str, Any] | str) -> str:
         text = manifest if isinstance(manifest, str) else json.dumps(manifest)

@@ -7,21 +7,26 @@ finish, the parameter servers, which would serve for ever, being stopped then.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from .conftest import Caldera
+from .conftest import REPO, Caldera
 
 pytestmark = pytest.mark.e2e
 
 PODS = ("ctr-volcano-pserver-0", "ctr-volcano-pserver-1", "ctr-volcano-trainer-0", "ctr-volcano-trainer-1")
 
 
-def test_the_ctr_job_trains_and_stops_its_pservers(caldera: Caldera) -> None:
+def test_the_ctr_job_trains_and_stops_its_pservers(caldera: Caldera, tmp_path: Path) -> None:
     caldera.up()
-    assert caldera.ok("apply", "-f", "examples/paddle-ps-ctr/ctr-volcano.yaml") == (
-        "job.batch.volcano.sh/ctr-volcano created\n"
-    )
+    # Applied from elsewhere: the manifest's relative paths start at its own directory.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    example = REPO / "examples" / "paddle-ps-ctr"
+    before = sorted(example.rglob("*"))
+    manifest = str(example / "ctr-volcano.yaml")
+    assert caldera.ok("apply", "-f", manifest, cwd=elsewhere) == "job.batch.volcano.sh/ctr-volcano created\n"
     waited = caldera.run("wait", "ctr-volcano", "--timeout", "120")
     assert waited.returncode == 0, waited.stdout + waited.stderr + caldera.daemon_log()
     job = caldera.json("get", "ctr-volcano")
@@ -49,6 +54,7 @@ def test_the_ctr_job_trains_and_stops_its_pservers(caldera: Caldera) -> None:
     for pserver in PODS[:2]:
         assert "SIGTERM received, stopping" in caldera.pod_log(pserver)
 
+    assert sorted(example.rglob("*")) == before  # nothing written into the repository (no __pycache__ either)
     for i in (0, 1):
         log = caldera.ok("logs", "ctr-volcano", "-i", f"trainer-{i}")
         auc = re.search(rf"^trainer {i}: held-out auc (0\.\d+) logloss", log, re.MULTILINE)

@@ -101,16 +101,18 @@ def test_list_watch_shows_a_job_from_submit_to_completed(caldera: Caldera) -> No
     reader.start()
     try:
         wait_until(lambda: bool(lines), timeout=30, what="the header", condition=seen)
-        assert lines[0] == ["NAME", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"]
+        assert lines[0] == ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"]
         caldera.apply(job_manifest("watched", ["sh", "-c", "echo hi"], replicas=2))
         wait_until(
-            lambda: any(row[:3] == ["watched", "default", "Completed"] for row in lines),
+            lambda: any(row[:4] == ["watched", "-", "default", "Completed"] for row in lines),
             timeout=60,
             what="the Completed row",
             condition=seen,
         )
         caldera.ok("delete", "watched")
-        wait_until(lambda: lines[-1][:3] == ["watched", "-", "Deleted"], timeout=30, what="the row", condition=seen)
+        wait_until(
+            lambda: lines[-1][:4] == ["watched", "-", "-", "Deleted"], timeout=30, what="the row", condition=seen
+        )
     finally:
         watcher.send_signal(signal.SIGINT)
         try:
@@ -120,6 +122,6 @@ def test_list_watch_shows_a_job_from_submit_to_completed(caldera: Caldera) -> No
             watcher.communicate()
             raise
         reader.join(timeout=10)
-    phases = [row[2] for row in lines[1:] if row[0] == "watched"]
+    phases = [row[3] for row in lines[1:] if row[0] == "watched"]
     assert phases[-2:] == ["Completed", "Deleted"] and "Running" in phases, lines
     assert watcher.returncode == 130 and "Traceback" not in err, err

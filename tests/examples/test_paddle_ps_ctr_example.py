@@ -119,5 +119,6 @@ def test_the_manifest_is_the_ctr_job_shape() -> None:
         pod = task["template"]["spec"]
         assert pod["restartPolicy"] == "OnFailure"
         (container,) = pod["containers"]
-        assert container["command"] == ["python", "examples/paddle-ps-ctr/train.py"]
-        assert (EXAMPLES.parent / container["command"][1]).is_file()
+        # Run in the manifest's own directory (`caldera apply -f` reads workingDir relative to the file).
+        assert (container["command"], container["workingDir"]) == (["python", "train.py"], ".")
+        assert (EXAMPLES / "paddle-ps-ctr" / container["command"][1]).is_file()

@@ -25,7 +25,7 @@ def test_three_ddp_workers_train_the_digits_classifier(start: Start, tmp_path: P
     workers = [
         start(
             f"worker-{rank}",
-            [str(TRAIN)],
+            [str(TRAIN), "--output", str(tmp_path / "out" / "result.json")],
             {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(WORLD_SIZE), "RANK": str(rank)},
         )
         for rank in range(WORLD_SIZE)
@@ -41,7 +41,7 @@ def test_three_ddp_workers_train_the_digits_classifier(start: Start, tmp_path: P
     final = re.search(r"^final test accuracy: (\d\.\d+)$", master_log, re.MULTILINE)
     assert final, master_log
 
-    result = json.loads((tmp_path / "result.json").read_text())  # the default --output, in the cwd
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["epochs"] == 20
     assert result["world_size"] == WORLD_SIZE
     assert result["accuracy"] >= 0.90

@@ -37,7 +37,6 @@ ROUTES = [
     pytest.param("GET", "/api/v1/namespaces/default/pods/train-master-0/log", id="pod-log"),
     pytest.param("GET", "/api/v1/namespaces/default/pods/train-master-0/logfile", id="pod-logfile"),
     pytest.param("GET", "/no/such/route", id="unknown-route"),
-    pytest.param("GET", "/docs", id="docs"),
 ]
 
 BAD_HEADERS = [

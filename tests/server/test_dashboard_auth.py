@@ -16,7 +16,7 @@ from caldera.utils.clock import ManualClock
 
 from .helpers import AUTH, JOBS, TOKEN, LiveServer, job_manifest
 
-PAGES = ["/", "/jobs", "/jobs/default/train", "/nodes", "/timeline"]
+PAGES = ["/", "/jobs", "/jobs/default/train", "/nodes", "/timeline", "/docs"]
 
 
 @pytest.fixture
@@ -185,3 +185,19 @@ def test_static_files_need_no_session_and_are_cached_for_good(browser: httpx.Cli
     assert browser.get(f"/static/{v}/js/nope.js").status_code == 404
     assert browser.get(f"/static/{v}/../auth.py").status_code == 404
     assert "javascript" in browser.get(f"/static/{v}/js/api.js").headers["content-type"]
+
+
+def test_the_interactive_docs_are_a_page_behind_the_login_served_from_here(
+    browser: httpx.Client, live: LiveServer
+) -> None:
+    assert browser.get("/docs", params={"token": TOKEN}).status_code == 303  # a token in a URL opens nothing
+    log_in(browser, live, next_path="/docs")
+    page = browser.get("/docs")
+    assert page.status_code == 200 and 'id="swagger-ui"' in page.text
+    scripts = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert scripts and all(s.startswith("/") for s in scripts), scripts  # nothing from another origin
+    assert all(browser.get(s).status_code == 200 for s in scripts)
+    # Swagger UI's requests carry the session's CSRF token (static/js/docs.js); the cookie alone opens nothing.
+    assert browser.get("/openapi.json").status_code == 401
+    spec = browser.get("/openapi.json", headers={"X-Caldera-CSRF": csrf_of(page), **origin(live)})
+    assert spec.status_code == 200 and spec.json()["info"]["title"] == "caldera"

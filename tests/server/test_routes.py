@@ -160,3 +160,24 @@ def test_log_file_path(api: httpx.Client, fake: FakeCluster, tmp_path: Path) -> 
     fake.apply(job_manifest())
     r = api.get("/api/v1/namespaces/default/pods/train-master-0/logfile")
     assert r.json() == {"path": str(tmp_path / "pods" / "default" / "train-master-0" / "log")}
+
+
+def test_patch_a_nodes_labels_and_taints(api: httpx.Client, fake: FakeCluster) -> None:
+    patch = {
+        "metadata": {"labels": {"gpu": "a100", "gone": None}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+    }
+    r = api.patch("/api/v1/nodes/node-0", json=patch)
+    assert r.status_code == 200 and r.json()["labels"] == {"gpu": "a100"}
+    assert fake.patches == [("node-0", {"gpu": "a100", "gone": None}, [{"key": "k", "effect": "NoSchedule"}])]
+    assert api.patch("/api/v1/nodes/nope", json={"metadata": {"labels": {"a": "b"}}}).status_code == 404
+    bad = api.patch("/api/v1/nodes/node-0", json={"metadata": {"name": "x"}, "status": {}})
+    assert bad.status_code == 422 and {e["path"] for e in bad.json()["errors"]} == {"status", "metadata.name"}
+
+
+def test_list_priority_classes(api: httpx.Client, fake: FakeCluster) -> None:
+    fake.apply(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 9}
+    )
+    listed = api.get("/apis/scheduling.k8s.io/v1/priorityclasses").json()
+    assert listed["kind"] == "PriorityClassList" and [pc["value"] for pc in listed["items"]] == [9]

@@ -10,7 +10,7 @@ from caldera.core.errors import ValidationError
 from caldera.core.resources import GPU
 from caldera.sim.presets import preset_nodes, traces_dir
 
-from .tracefiles import openb_files
+from .tracefiles import caldera, openb_files
 
 
 @pytest.mark.parametrize(("name", "nodes", "gpus"), [("philly-64", 8, 64), ("philly-full", 311, 2488)])
@@ -38,3 +38,17 @@ def test_the_openb_preset_reads_the_node_list_from_the_traces_dir(
 def test_an_unknown_preset_names_the_presets() -> None:
     with pytest.raises(ValidationError, match=r"no preset 'philly-9'.*philly-64, philly-full, openb"):
         preset_nodes("philly-9")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("--trace", "philly"), id="philly"),
+        pytest.param(("--trace", "alibaba-openb"), id="openb"),
+        pytest.param(("--trace", "philly", "--cluster", "preset:openb"), id="openb-preset"),
+    ],
+)
+def test_a_missing_shared_trace_says_to_set_caldera_traces(tmp_path: Path, args: tuple[str, ...]) -> None:
+    r = caldera("simulate", *args, env={"CALDERA_TRACES": str(tmp_path / "nowhere")})
+    assert r.code == 2 and r.stdout == ""
+    assert "set CALDERA_TRACES to the directory that holds" in r.stderr and str(tmp_path / "nowhere") in r.stderr

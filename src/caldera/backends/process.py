@@ -2,6 +2,7 @@
 
 A pod's directory, ``<home>/pods/<ns>/<name>/``, holds
   log             stdout+stderr of every attempt, appended; each attempt opens with a header line
+  log.times       when lines of the log were written: "OFFSET SECONDS", a line from there on came then (the shim's)
   proc.json       the attempt that runs, or whose end was not handed out yet: pid, pgid, start_ticks, attempt, argv
   proc.done.json  the last attempt whose end was handed out (kept for post-mortems)
   exit            written by the shim when an attempt ends: exit_code, attempt, finished_at
@@ -22,13 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from caldera.backends.shim import EXIT_FILE, read_json
+from caldera.backends.shim import EXIT_FILE, TIMES_FILE, read_json
 
 LOG_FILE = "log"
 ATTEMPT_HEADER = re.compile(rb"=== attempt \d+ started \S+ ===\r?\n?")  # opens each attempt's part of the log
 PROC_FILE = "proc.json"
 DONE_FILE = "proc.done.json"
-_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE})
+_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE, TIMES_FILE})
 
 EventKind = Literal["exited", "stopped", "running"]
 
@@ -156,7 +157,10 @@ def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
     with open(log, "ab+") as f:
         # If the last attempt died mid-line, the header still starts a line of its own.
         torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
+        header_at = f.seek(0, os.SEEK_END) + int(torn)
         f.write((("\n" if torn else "") + f"=== attempt {spec.attempt} started {started} ===\n").encode())
+    with open(where / TIMES_FILE, "a") as times:  # the shim notes the lines that follow
+        times.write(f"{header_at} {now:.6f}\n")
     return log
 
 

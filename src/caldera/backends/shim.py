@@ -5,7 +5,11 @@ stdin a pipe from the executor (the *gate*) and stdout/stderr appended to the po
 
 1. waits at the gate for one JSON document ``{"env": {...}, "cwd": "..."}``; the executor sends it
    only after proc.json is on disk, so EOF without it (the executor died or failed) starts nothing;
-2. starts ARGV as its child, in its own process group, with exactly that environment;
+2. starts ARGV as its child, in its own process group, with exactly that environment, its
+   stdout and stderr a pipe that the shim copies to the log unchanged, noting in
+   ``POD_DIR/log.times`` when lines began (``OFFSET SECONDS`` a line: for each read, the log
+   offset of the first line it starts and the time it was read; the lines after it in that
+   read share the time), which `logs --timestamps` and `--since` read;
 3. forwards SIGTERM/SIGINT to the group and waits for the child;
 4. kills what is left of the group (as Kubernetes does when a container's main process ends) and
    reaps it: it is a child subreaper, so orphans of the group come back to it;
@@ -36,6 +40,8 @@ from pathlib import Path
 from types import FrameType
 
 EXIT_FILE = "exit"
+LOG = "log"  # the pod's log, the shim's stdout (`process.LOG_FILE`)
+TIMES_FILE = "log.times"  # "OFFSET SECONDS\n": a line of the log starting there, and the lines after it, came then
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 _KILL_ROUNDS = 10  # each round kills every member it saw; more rounds only catch forks in flight
 
@@ -185,7 +191,72 @@ def _become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
 
 
-def _run(argv: list[str], order: dict[str, object], fwd: _Forwarder) -> int:
+class _LogCopier:
+    """Copies the child's output from a pipe to the log (fd 1), noting in `TIMES_FILE` when lines began."""
+
+    def __init__(self, pod_dir: Path) -> None:
+        self.reader, self.writer = os.pipe()
+        self._writer_open = True
+        self._times = open(pod_dir / TIMES_FILE, "a")  # noqa: SIM115 (open for the life of the attempt)
+        self._at_line_start = _ends_a_line(pod_dir / LOG)
+
+    def close_writer(self) -> None:
+        """Give up the shim's own writing end: once the group's are gone too, the pipe ends."""
+        if self._writer_open:
+            os.close(self.writer)
+            self._writer_open = False
+
+    def pump(self, child_fd: int) -> None:
+        """Copy until the child exits (its pidfd becomes readable) or the pipe has no writer left."""
+        poller = select.poll()
+        poller.register(self.reader, select.POLLIN)
+        poller.register(child_fd, select.POLLIN)
+        while True:
+            for fd, _ in poller.poll():
+                if fd == child_fd or not self._read():
+                    return
+
+    def drain(self) -> None:
+        """Copy what is in the pipe once the group was killed, then close.
+
+        Without waiting: a process that left the group (setsid) may hold a writer for ever."""
+        self.close_writer()
+        os.set_blocking(self.reader, False)
+        with contextlib.suppress(BlockingIOError):
+            while self._read():
+                pass
+        os.close(self.reader)
+        self._times.close()
+
+    def _read(self) -> bool:
+        data = os.read(self.reader, 65536)
+        if not data:
+            return False
+        offset = os.fstat(1).st_size  # O_APPEND: this write lands at the end
+        # The shim runs apart from caldera (see the module docstring), so it reads the wall clock itself.
+        now = time.time()  # noqa: TID251
+        # One note a read: where its first new line starts. The lines after it in the same read
+        # were read at the same moment, and a reader gives a line the last note at or before it.
+        first = 0 if self._at_line_start else data.find(b"\n") + 1
+        if 0 < first < len(data) or (first == 0 and self._at_line_start):
+            self._times.write(f"{offset + first} {now:.6f}\n")
+            self._times.flush()  # before the data: a reader never sees a line without its time
+        os.write(1, data)
+        self._at_line_start = data.endswith(b"\n")
+        return True
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file is empty (or absent) or ends with a newline: its next byte starts a line."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            return size == 0 or (f.seek(size - 1), f.read(1))[1] == b"\n"
+    except OSError:
+        return True
+
+
+def _run(argv: list[str], order: dict[str, object], fwd: _Forwarder, log: _LogCopier) -> int:
     env = order.get("env")
     cwd = order.get("cwd")
     if not isinstance(env, dict) or not isinstance(cwd, str):
@@ -197,15 +268,24 @@ def _run(argv: list[str], order: dict[str, object], fwd: _Forwarder) -> int:
     if fwd.received is not None:
         return 128 + fwd.received  # stopped before it started
     try:
-        child = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True)
+        child = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log.writer, stderr=log.writer, close_fds=True
+        )
     except OSError as e:
         fwd.spawning = False
         missing = isinstance(e, FileNotFoundError)
         print(f"caldera: cannot start {argv[0]!r} in {cwd!r}: {e.strerror}", file=sys.stderr, flush=True)
         return 127 if missing else 126
+    finally:
+        log.close_writer()  # the child's are the writers left: their end is the pipe's end
     fwd.spawning = False
     if fwd.held is not None:
         fwd.forward(fwd.held)
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        log.pump(pidfd)
+    finally:
+        os.close(pidfd)
     rc = child.wait()
     return 128 - rc if rc < 0 else rc
 
@@ -240,8 +320,10 @@ def main(args: list[str]) -> int:
     if not isinstance(order, dict):
         print("caldera: not started: the executor did not record this attempt", file=sys.stderr, flush=True)
         return 1
-    code = _run(argv, order, fwd)
+    log = _LogCopier(pod_dir)
+    code = _run(argv, order, fwd, log)
     kill_group(os.getpgrp(), spare=os.getpid())
+    log.drain()
     _reap_children()
     # The shim runs apart from caldera (see the module docstring), so it reads the wall clock itself.
     finished_at = time.time()  # noqa: TID251

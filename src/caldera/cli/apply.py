@@ -2,8 +2,14 @@
 
 The whole file is read and checked first (every document, every error at once), so a
 file with a broken document changes nothing. Queues and PriorityClasses are applied
-before Jobs, so a file may bring the queue its jobs need. Relative paths in a job
-resolve against the directory `apply` runs in (sent as submitDir).
+before Jobs, so a file may bring the queue its jobs need. Relative paths in a job (its
+containers' `workingDir`, and so the paths in their commands) resolve against the
+directory of the file that holds it, as docker compose reads a compose file, so a
+manifest runs the same from wherever it is applied; a job read from stdin (`-f -`)
+resolves them against the directory `apply` runs in. That directory is sent as submitDir.
+A Kubeflow training job (`kubeflow.org/v1` TFJob, PyTorchJob, MPIJob, PaddleJob) is sent
+as the Volcano Job it runs as (`caldera.core.kubeflow`) and reported under its own kind
+(`tfjob.kubeflow.org/mnist created`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import click
 
 from caldera.cli.common import JOB_RESOURCE, QUEUE_RESOURCE, Cluster, Verb, cluster
 from caldera.core.errors import FieldError, ValidationError
+from caldera.core.jobkind import resource_name
+from caldera.core.kubeflow import as_volcano, is_kubeflow
+from caldera.core.kubeflow import warnings as kubeflow_warnings
 from caldera.core.manifest import load_documents, load_objects
 from caldera.system.api import JSON, NotFound
 
@@ -34,7 +43,7 @@ RESOURCES = {"Job": JOB_RESOURCE, "Queue": QUEUE_RESOURCE, "PriorityClass": "pri
 @click.pass_context
 def apply(ctx: click.Context, files: tuple[str, ...], namespace: str | None) -> None:
     """Create or update the Jobs and Queues described in FILE."""
-    docs: list[JSON] = []
+    docs: list[tuple[JSON, str]] = []  # (document, the directory its relative paths start from)
     for path in files:
         with click.open_file(path) as f:
             text = f.read()
@@ -43,19 +52,29 @@ def apply(ctx: click.Context, files: tuple[str, ...], namespace: str | None) -> 
         found = load_documents(text, source)
         if not found:
             raise ValidationError([FieldError("", "no object to apply")], source)
-        docs += [_in_namespace(d, namespace, source) for d in found]
-    docs.sort(key=lambda d: d.get("kind") == "Job")  # stable: queues first, each kind in file order
+        base = os.getcwd() if path == "-" else os.path.dirname(os.path.abspath(path))
+        docs += [(_in_namespace(d, namespace, source), base) for d in found]
+    docs.sort(key=lambda d: d[0].get("kind") == "Job" or is_kubeflow(d[0]))  # stable: queues first, in file order
     c = cluster(ctx)
-    submit_dir = os.getcwd()
-    for doc in docs:
-        existed = _exists(c, doc)
-        c.apply(doc, submit_dir=submit_dir)
+    for doc, submit_dir in docs:
+        for warning in kubeflow_warnings(doc):
+            click.echo(f"caldera: warning: {_resource(doc)}: {warning}", err=True)
+        job = as_volcano(doc)
+        existed = _exists(c, job)
+        c.apply(job, submit_dir=submit_dir)
         verb = "applied" if existed is None else "configured" if existed else "created"
-        click.echo(f"{RESOURCES.get(str(doc.get('kind')), doc.get('kind'))}/{doc['metadata']['name']} {verb}")
+        click.echo(f"{_resource(doc)} {verb}")
+
+
+def _resource(doc: JSON) -> str:
+    name = doc["metadata"]["name"]
+    if is_kubeflow(doc):
+        return resource_name(str(doc["apiVersion"]), str(doc["kind"]), name)
+    return f"{RESOURCES.get(str(doc.get('kind')), doc.get('kind'))}/{name}"
 
 
 def _in_namespace(doc: JSON, namespace: str | None, source: str) -> JSON:
-    if doc.get("kind") != "Job":
+    if doc.get("kind") != "Job" and not is_kubeflow(doc):
         return doc
     meta = doc.get("metadata") or {}
     given = meta.get("namespace")

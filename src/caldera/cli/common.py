@@ -16,7 +16,6 @@ clock, so tests of `wait` run on a ManualClock.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,13 +25,13 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import click
-import yaml
+from click.shell_completion import CompletionItem
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from caldera.cli.output import TextTable
 from caldera.client import Client, connect, home_dir
 from caldera.core.errors import CalderaError
+from caldera.core.selector import Selector, parse_selector
 from caldera.system.api import JSON, ClusterAPI
 from caldera.utils.clock import Clock, SystemClock
 
@@ -47,7 +46,15 @@ class Cluster(ClusterAPI, Protocol):
     """What the verbs use: the cluster's API, the pod logs as text and watch events (a `Client`, or a fake)."""
 
     def stream_log(
-        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]: ...
 
     def watch(
@@ -121,55 +128,128 @@ def namespace_option(f: F) -> F:
     return click.option("-n", "--namespace", default="default", show_default=True, help="the job's namespace")(f)
 
 
+def all_namespaces_option(f: F) -> F:
+    return click.option("-A", "--all-namespaces", is_flag=True, help="every namespace (kubectl's -A)")(f)
+
+
 def output_option(f: F) -> F:
-    choice = click.Choice(["table", "json", "yaml"])
+    """`-o table|wide|name|json|yaml`, as kubectl's (a list in JSON or YAML is one `List`)."""
+    choice = click.Choice(["table", "wide", "name", "json", "yaml"])
     return click.option("-o", "--output", type=choice, default="table", show_default=True, help="output format")(f)
 
 
-def emit(data: object, output: str) -> None:
-    """`data` as JSON or YAML on stdout (stable keys, in the order the API gives them)."""
-    if output == "yaml":
-        click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=False), nl=False)
-    else:
-        click.echo(json.dumps(data, indent=2))
+def no_headers_option(f: F) -> F:
+    return click.option("--no-headers", is_flag=True, help="tables without their header line")(f)
+
+
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
+    try:
+        return None if value is None else parse_selector(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def selector_option(f: F) -> F:
+    return click.option(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        callback=_selector,
+        help="only jobs whose labels match (k=v, k!=v, 'k in (a,b)', k, !k; comma-separated, all must hold)",
+    )(f)
+
+
+def complete_jobs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of a job name: the jobs of the namespace given so far (`-n`), with their phase.
+
+    A shell asks this at every Tab: a daemon that does not answer means no completions, never an error."""
+    namespace = ctx.params.get("namespace") or "default"
+    try:
+        jobs = cluster(ctx).list_jobs(None if ctx.params.get("all_namespaces") else namespace)
+    except CalderaError:
+        return []
+    return [
+        CompletionItem(str(j["name"]), help=str(j.get("phase") or ""))
+        for j in jobs
+        if str(j["name"]).startswith(incomplete)
+    ]
+
+
+def complete_queues(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        names = [str(q["metadata"]["name"]) for q in cluster(ctx).list_queues()]
+    except CalderaError:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def complete_nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    try:
+        names = [str(n["name"]) for n in cluster(ctx).list_nodes()]
+    except CalderaError:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def select_jobs(c: ClusterAPI, namespace: str | None, selector: Selector | None) -> list[JSON]:
+    """The summaries of the jobs of `namespace` (None: all) whose labels match `selector`."""
+    jobs = c.list_jobs(namespace)
+    return jobs if selector is None else [j for j in jobs if selector.matches(j.get("labels"))]
 
 
 # ---------------------------------------------------------------- tables
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console; when piped, wide enough that names are never cut."""
+    """A rich console (spinners on a terminal); when piped, wide enough that names are never cut."""
     c = Console(stderr=stderr, highlight=False, soft_wrap=False)
     if not c.is_terminal:
         c.width = int(os.environ.get("COLUMNS") or 200)
     return c
 
 
-def table(*columns: str, title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
-    for col in columns:
-        t.add_column(col)
-    return t
+def table(*columns: str, title: str | None = None) -> TextTable:
+    return TextTable(*columns, title=title)
 
 
 def text(value: object) -> str:
-    """A table cell: `-` when absent; never read as rich markup."""
-    return "-" if value is None or value == "" else escape(str(value))
+    """A table cell: `-` when absent."""
+    return "-" if value is None or value == "" else str(value)
 
 
 # ---------------------------------------------------------------- jobs, pods and time
 
 
-def ordered_pods(summary: JSON, tasks: list[str] | None = None) -> list[JSON]:
-    """The job's pods in rank order: task by task (spec order if known), each by index.
+# Whose log `caldera logs` shows when no pod is named (Arena: the chief): the first pod of the first
+# of these tasks the job has. A parameter server is never it: a TF job without a chief has worker 0
+# as its chief, and a Paddle job's trainers do the training (a Kubeflow PaddleJob's Master is its server).
+CHIEF_TASKS = ("chief", "master", "launcher", "worker", "trainer")
+CHIEF_TASKS_BY_TYPE = {"PaddleJob": ("trainer", "worker")}
 
-    The first one is the master / rank 0, whose log `caldera logs` shows by default."""
+
+def ordered_pods(summary: JSON, tasks: list[str] | None = None) -> list[JSON]:
+    """The job's pods in rank order: task by task (spec order if known), each by index."""
     pods: list[JSON] = list(summary.get("pods") or [])
     order = list(tasks or [])
     for p in pods:
         if str(p.get("task")) not in order:
             order.append(str(p.get("task")))
     return sorted(pods, key=lambda p: (order.index(str(p.get("task"))), int(p.get("index") or 0), str(p.get("name"))))
+
+
+def chief_pod(summary: JSON, pods: list[JSON]) -> JSON:
+    """The pod whose log speaks for the job (see CHIEF_TASKS); the first of `pods` when no task is one of those."""
+    preferred = CHIEF_TASKS_BY_TYPE.get(str(summary.get("type") or ""), CHIEF_TASKS)
+    for task in preferred:
+        of_task = [p for p in pods if p.get("task") == task]
+        if of_task:
+            return min(of_task, key=lambda p: int(p.get("index") or 0))
+    return pods[0]
+
+
+def waiting_reason(summary: JSON) -> str:
+    """`list`'s REASON column: why the job is held up ("" if nothing holds it up)."""
+    return str((summary.get("waiting") or {}).get("reason") or "")
 
 
 def task_order(job: JSON) -> list[str]:

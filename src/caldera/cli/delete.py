@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import JOB_RESOURCE, Verb, cluster, namespace_option
+from caldera.cli.common import JOB_RESOURCE, Verb, cluster, complete_jobs, namespace_option
 
 
 @click.command(cls=Verb)
-@click.argument("jobs", metavar="JOB...", nargs=-1, required=True)
+@click.argument("jobs", metavar="JOB...", nargs=-1, required=True, shell_complete=complete_jobs)
 @namespace_option
 @click.pass_context
 def delete(ctx: click.Context, jobs: tuple[str, ...], namespace: str) -> None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import click
 import yaml
-from rich.padding import Padding
-from rich.text import Text
 
-from caldera.cli.common import Verb, age, clock, cluster, console, emit, namespace_option, table, task_order, text
-from caldera.cli.get import header, pods_table
+from caldera.cli.common import Verb, age, clock, cluster, complete_jobs, namespace_option, table, task_order, text
+from caldera.cli.get import header_lines, pods_table
+from caldera.cli.output import emit, print_table, with_rfc3339
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @namespace_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True, help="format"
@@ -26,23 +25,24 @@ def describe(ctx: click.Context, job: str, namespace: str, output: str) -> None:
         return
     now = clock(ctx).now()
     obj, summary = d.get("job") or {}, d.get("summary") or {}
-    out = console()
-    out.print(header(summary, now))
+    for line in header_lines(summary, now):
+        click.echo(line)
     for title, body in (("Spec", obj.get("spec")), ("Status", obj.get("status"))):
-        out.print(f"\n[bold]{title}:[/bold]")
-        out.print(Padding(Text(yaml.safe_dump(body or {}, sort_keys=False).rstrip()), (0, 0, 0, 2), expand=False))
+        click.echo(f"\n{title}:")
+        for line in yaml.safe_dump(with_rfc3339(body or {}), sort_keys=False).rstrip().splitlines():
+            click.echo(f"  {line}".rstrip())
     podgroup = d.get("podgroup") or {}
     status = podgroup.get("status") or {}
-    out.print(f"\n[bold]PodGroup:[/bold] {text(status.get('phase'))}")
+    click.echo(f"\nPodGroup: {text(status.get('phase'))}")
     for c in status.get("conditions") or []:
         if c.get("status") == "True" and c.get("message"):
-            out.print(f"  {text(c.get('type'))} ({text(c.get('reason'))}): {text(c.get('message'))}")
-    out.print()
-    out.print(pods_table(summary, task_order(obj)))
+            click.echo(f"  {text(c.get('type'))} ({text(c.get('reason'))}): {text(c.get('message'))}")
+    click.echo()
+    print_table(pods_table(summary, task_order(obj)))
     events = d.get("events") or []
-    out.print()
+    click.echo()
     if not events:
-        out.print("Events: <none>")
+        click.echo("Events: <none>")
         return
     t = table("AGE", "KIND", "OBJECT", "NODE", "REASON", "MESSAGE", title="Events")
     for e in events:
@@ -54,4 +54,4 @@ def describe(ctx: click.Context, job: str, namespace: str, output: str) -> None:
             text(e.get("reason")),
             text(e.get("message")),
         )
-    out.print(t)
+    print_table(t)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import Verb, cluster, console, emit, namespace_option, table, text
+from caldera.cli.common import Verb, cluster, complete_jobs, namespace_option, table, text
+from caldera.cli.output import emit, print_table
 from caldera.system.api import JSON
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @namespace_option
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True, help="format"
@@ -29,28 +30,27 @@ def explain(ctx: click.Context, job: str, namespace: str, output: str) -> None:
     if output != "text":
         emit(e, output)
         return
-    out = console()
-    out.print(
+    click.echo(
         f"Job {text(e.get('namespace'))}/{text(e.get('job'))}: {text(e.get('phase'))}, PodGroup {text(e.get('podGroup'))}"
     )
-    out.print(verdict(e))
+    click.echo(verdict(e))
     for why in e.get("never") or []:
-        out.print(f"  never: {text(why)}")
+        click.echo(f"  never: {text(why)}")
     for why in e.get("now") or []:
-        out.print(f"  now:   {text(why)}")
+        click.echo(f"  now:   {text(why)}")
     for c in e.get("conditions") or []:
         if c.get("status") == "True" and c.get("message"):
-            out.print(f"  scheduler: {text(c.get('message'))}")
+            click.echo(f"  scheduler: {text(c.get('message'))}")
     q = e.get("queue")
     if q:
-        out.print()
-        out.print(f"Queue {text(q.get('name'))} ({text(q.get('state'))})")
-        out.print(f"  capability: {resources(q.get('capability')) or 'unlimited'}")
-        out.print(f"  in use:     {resources(q.get('allocated')) or 'nothing'}")
-        out.print(f"  the job's minimum: {resources(q.get('minimum')) or 'nothing'}")
+        click.echo()
+        click.echo(f"Queue {text(q.get('name'))} ({text(q.get('state'))})")
+        click.echo(f"  capability: {resources(q.get('capability')) or 'unlimited'}")
+        click.echo(f"  in use:     {resources(q.get('allocated')) or 'nothing'}")
+        click.echo(f"  the job's minimum: {resources(q.get('minimum')) or 'nothing'}")
     classes = e.get("nodeClasses") or []
     if classes:
-        out.print()
+        click.echo()
         t = table(
             "CLASS", "NODES", "ALLOCATABLE", "TASK", "NEED", "PER NODE", "FITS NOW", "BLOCKS", title="Node classes"
         )
@@ -69,7 +69,7 @@ def explain(ctx: click.Context, job: str, namespace: str, output: str) -> None:
                     text(f.get("fitsNow")),
                     text(f.get("blocks")),
                 )
-        out.print(t)
+        print_table(t)
 
 
 def verdict(e: JSON) -> str:

@@ -9,15 +9,19 @@ import click
 
 from caldera import __version__
 from caldera.cli.apply import apply
+from caldera.cli.completion import completion
 from caldera.cli.dashboard import dashboard
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
+from caldera.cli.docs import docs
 from caldera.cli.down import down
 from caldera.cli.explain import explain
 from caldera.cli.get import get
 from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
+from caldera.cli.node import node
+from caldera.cli.priorityclass import priorityclass
 from caldera.cli.queue import queue
 from caldera.cli.resume import resume
 from caldera.cli.scale import scale
@@ -55,9 +59,13 @@ for command in (
     scale,
     launch,
     queue,
+    priorityclass,
+    node,
     simulate,
     tensorboard,
     dashboard,
+    completion,
+    docs,
 ):
     cli.add_command(command)
 

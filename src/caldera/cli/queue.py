@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import QUEUE_RESOURCE, VerbGroup, cluster, console, emit, output_option, table, text
+from caldera.cli.common import (
+    QUEUE_RESOURCE,
+    VerbGroup,
+    cluster,
+    complete_queues,
+    no_headers_option,
+    output_option,
+    table,
+    text,
+)
+from caldera.cli.output import as_list, emit, emit_names, print_table
 from caldera.core.objects import SCHEDULING_API
 from caldera.system.api import JSON, Conflict, NotFound
 
@@ -62,7 +72,7 @@ def create(
 
 
 @queue.command("update")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @_spec_options
 @click.pass_context
 def update(
@@ -87,28 +97,43 @@ def update(
 
 @queue.command("list")
 @output_option
+@no_headers_option
 @click.pass_context
-def list_queues(ctx: click.Context, output: str) -> None:
-    """List queues: state, weight, reclaimable, capability."""
+def list_queues(ctx: click.Context, output: str, no_headers: bool) -> None:
+    """List queues: state, weight, reclaimable, capability (-o wide: guarantee, deserved, parent)."""
     queues = cluster(ctx).list_queues()
-    if output != "table":
-        emit(queues, output)
+    if output in ("json", "yaml"):
+        emit(as_list(queues), output)
         return
-    t = table("NAME", "STATE", "WEIGHT", "RECLAIMABLE", "CAPABILITY")
+    if output == "name":
+        emit_names(f"{QUEUE_RESOURCE}/{q['metadata']['name']}" for q in queues)
+        return
+    wide = output == "wide"
+    t = table(
+        "NAME", "STATE", "WEIGHT", "RECLAIMABLE", "CAPABILITY", *(("GUARANTEE", "DESERVED", "PARENT") if wide else ())
+    )
     for q in queues:
         spec = q.get("spec") or {}
-        t.add_row(
+        row = [
             str(q["metadata"]["name"]),
             text((q.get("status") or {}).get("state")),
             text(spec.get("weight")),
             text(spec.get("reclaimable")),
             text(_resource_list(spec.get("capability"))),
-        )
-    console().print(t)
+        ]
+        if wide:
+            guarantee = (spec.get("guarantee") or {}).get("resource")
+            row += [
+                text(_resource_list(guarantee)),
+                text(_resource_list(spec.get("deserved"))),
+                text(spec.get("parent")),
+            ]
+        t.add_row(*row)
+    print_table(t, no_headers)
 
 
 @queue.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 @click.pass_context
 def get_queue(ctx: click.Context, name: str, output: str) -> None:
@@ -117,7 +142,7 @@ def get_queue(ctx: click.Context, name: str, output: str) -> None:
 
 
 @queue.command("open")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def open_queue(ctx: click.Context, name: str) -> None:
     """Open queue NAME: it takes new jobs again."""
@@ -126,7 +151,7 @@ def open_queue(ctx: click.Context, name: str) -> None:
 
 
 @queue.command("close")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def close_queue(ctx: click.Context, name: str) -> None:
     """Close queue NAME: no new job; the jobs in it run on."""
@@ -135,7 +160,7 @@ def close_queue(ctx: click.Context, name: str) -> None:
 
 
 @queue.command("delete")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_queues)
 @click.pass_context
 def delete_queue(ctx: click.Context, name: str) -> None:
     """Delete queue NAME (it must have no jobs)."""

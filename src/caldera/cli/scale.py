@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import JOB_RESOURCE, Verb, cluster, emit, namespace_option
+from caldera.cli.common import JOB_RESOURCE, Verb, cluster, complete_jobs, namespace_option
+from caldera.cli.output import emit
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @click.option("--replicas", type=click.IntRange(min=0), required=True, help="the task's number of pods")
 @click.option("--task", help="the task to scale (default: the job's elastic task)")
 @namespace_option

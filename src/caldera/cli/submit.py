@@ -19,6 +19,13 @@ Command-line choices:
 - `--retry N` needs N ≥ 1: Volcano reads `maxRetry: 0` as its default 3, so 0 has no
   manifest spelling. Without `--retry`, 3 restarts are allowed.
 - Arena's type names are aliases: pytorchjob, tfjob, tensorflow, paddlejob, mpijob.
+- `--selector k=v` (repeatable, or `k=v,k2=v2`) and `--toleration` go into every pod
+  template; `--priority CLASS` must name a PriorityClass of the cluster (the daemon
+  refuses the job otherwise, as Arena checks before submitting).
+- `--sync-mode git --sync-source SRC [--sync-branch B]`: SRC is a repository URL or the
+  path of a local repository (made absolute here); `rsync` and `hdfs` are Arena's other
+  modes, which caldera does not have. Without `--working-dir` the pods then run in their
+  own directory, where the code is cloned (`code/<repository name>`, as Arena's).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from caldera.cli.submitspec import (
     paddle_job,
     parse_data,
     parse_env,
+    parse_selector,
+    parse_toleration,
     parse_workers,
     pytorch_job,
     tensorflow_job,
@@ -83,6 +92,15 @@ def _data(text: str) -> DataMount:
     if not os.path.exists(source):
         raise ValueError(f"{mount.source!r} does not exist on this machine")
     return DataMount(source, mount.target)
+
+
+def _sync_source(text: str) -> str:
+    if "://" in text or (":" in text.split("/", 1)[0] and "@" in text.split(":", 1)[0]):
+        return text  # a URL, or scp-like user@host:path
+    path = os.path.abspath(os.path.expanduser(text))
+    if not os.path.isdir(path):
+        raise ValueError(f"{text!r} is neither a repository URL nor a directory on this machine")
+    return path
 
 
 def _retry(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -184,6 +202,25 @@ _COMMON = (
     click.option(
         "--retry", type=int, callback=_retry, help="Whole-job restarts allowed (maxRetry; Volcano's default 3)."
     ),
+    click.option(
+        "--selector",
+        multiple=True,
+        metavar="K=V",
+        callback=_via(parse_selector),
+        help="Run on nodes with this label (repeatable; Arena's, a nodeSelector).",
+    ),
+    click.option(
+        "--toleration",
+        multiple=True,
+        metavar="KEY[=VALUE]:EFFECT|all",
+        callback=_via(parse_toleration),
+        help="Tolerate a node taint (repeatable; `all`: every taint).",
+    ),
+    click.option(
+        "--sync-mode", type=click.Choice(["git"]), help="Fetch the code into each pod first (Arena's git-sync)."
+    ),
+    click.option("--sync-source", metavar="URL|DIR", callback=_via(_sync_source), help="The repository to clone."),
+    click.option("--sync-branch", metavar="BRANCH", help="The branch or tag to clone (default: the repository's)."),
     click.option("--dry-run", is_flag=True, help="Print the Job manifest as YAML; submit nothing."),
 )
 
@@ -210,12 +247,23 @@ def _spec(
     tensorboard: bool,
     logdir: str | None,
     retry: int | None,
+    selector: tuple[tuple[tuple[str, str], ...], ...],
+    toleration: tuple[dict[str, str], ...],
+    sync_mode: str | None,
+    sync_source: str | None,
+    sync_branch: str | None,
     command: tuple[str, ...],
 ) -> SubmitSpec:
     if tensorboard and not logdir:
         raise click.UsageError("--tensorboard needs --logdir DIR")
     if logdir and not tensorboard:
         raise click.UsageError("--logdir is used only with --tensorboard")
+    if sync_mode and not sync_source:
+        raise click.UsageError("--sync-mode git needs --sync-source URL|DIR")
+    if (sync_source or sync_branch) and not sync_mode:
+        raise click.UsageError("--sync-source and --sync-branch go with --sync-mode git")
+    if not working_dir and not sync_mode:
+        working_dir = os.getcwd()  # like running it here: relative paths in the command work
     return SubmitSpec(
         name=name,
         command=command,
@@ -227,10 +275,14 @@ def _spec(
         queue=queue,
         priority=priority or "",
         env=env,
-        working_dir=working_dir or os.getcwd(),  # like running it here: relative paths in the command work
+        working_dir=working_dir or "",  # with --sync-mode: the pod's directory, where the code is cloned
         data=data,
         tensorboard_logdir=logdir or "",
         retry=retry,
+        node_selector=tuple(pair for pairs in selector for pair in pairs),
+        tolerations=toleration,
+        sync_source=sync_source or "",
+        sync_branch=sync_branch or "",
     )
 
 

@@ -48,6 +48,16 @@ Choices, and why:
   `caldera.system.podpaths`). Not a hostPath volume: a relative DST is no mountPath. No
   `CALDERA_DATA_<n>` variables: the command names DST itself.
 - `tensorboard_logdir` becomes the job annotation `caldera.dev/tensorboard-logdir`.
+- `node_selector` (Arena's `--selector k=v`) is every pod template's `nodeSelector`;
+  `tolerations` (`--toleration`) its `tolerations`, Arena's spellings read by
+  `parse_toleration` (`all` tolerates every taint).
+- `sync_source` (Arena's `--sync-mode git --sync-source SRC [--sync-branch B]`): every pod
+  runs `python -m caldera.launcher.gitsync --repo SRC [--branch B] -- COMMAND`, which
+  clones SRC into `code/<repository name>` where the pod runs, then runs the command
+  there, as Arena's git-sync init container fills `<workingDir>/code`. Without
+  `--working-dir` such a pod runs in its own directory, where the clone is.
+- The job's label `volcano.sh/job-type` is the framework's Kubeflow kind (PyTorchJob,
+  TFJob, PaddleJob, MPIJob): `caldera list` shows it as the job's TYPE, as Arena does.
 - Environment: in the order given; a repeated name keeps its last value, as in a shell.
   Arena's injected `workers`/`gpus` variables are not copied: the plugins set each
   framework's own.
@@ -63,6 +73,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from caldera.core.elastic import MAX_REPLICAS_PREFIX as ELASTIC_MAX_PREFIX
+from caldera.core.jobkind import JOB_TYPE_LABEL
 from caldera.core.objects import JOB_API
 from caldera.core.quantity import QuantityError, parse_quantity
 from caldera.core.resources import GPU
@@ -74,6 +85,9 @@ TENSORBOARD_ANNOTATION = "caldera.dev/tensorboard-logdir"
 MAX_NAME_LENGTH = 49
 WORKER_PLACEHOLDER = ("sleep", "infinity")
 LAUNCHER = ("python", "-m", "caldera.launcher")  # the pod's PATH has caldera's Python first
+GITSYNC = ("python", "-m", "caldera.launcher.gitsync")
+JOB_TYPES = {"pytorch": "PyTorchJob", "tensorflow": "TFJob", "paddle": "PaddleJob", "mpi": "MPIJob"}
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PYTORCH_PORT = 23456
 TENSORFLOW_PORT = 2222
 PADDLE_PORT = 36543
@@ -107,6 +121,10 @@ class SubmitSpec:
     data: tuple[DataMount, ...] = ()
     tensorboard_logdir: str = ""
     retry: int | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[dict[str, str], ...] = ()
+    sync_source: str = ""  # a git repository (URL or local path) cloned into the pod before the command
+    sync_branch: str = ""
 
 
 # ---------------------------------------------------------------- option text
@@ -142,6 +160,46 @@ def parse_data(text: str) -> DataMount:
             f"{target!r} must name a directory below the working directory (data/mnist) or below / (/mnist_data)"
         )
     return DataMount(source, target)
+
+
+def parse_selector(text: str) -> tuple[tuple[str, str], ...]:
+    """Arena's `--selector k=v[,k2=v2]` as (key, value) pairs; raises ValueError."""
+    pairs = []
+    for part in text.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or not key:
+            raise ValueError(f"{part.strip()!r} is not a node label k=v")
+        pairs.append((key.strip(), value.strip()))
+    return tuple(pairs)
+
+
+def parse_toleration(text: str) -> dict[str, str]:
+    """Arena's `--toleration`: `all`, `KEY`, `KEY[=VALUE]:EFFECT[:OPERATOR]` or `KEY=VALUE:EFFECT,OPERATOR`; raises ValueError.
+
+    As Arena: effects and operators are read in any case; without an operator, a value means
+    Equal and none means Exists."""
+    if text.strip() == "all":
+        return {"operator": "Exists"}
+    head, colon, rest = text.strip().partition(":")
+    key, eq, value = head.partition("=")
+    effect, _, operator = rest.replace(",", ":", 1).partition(":") if colon else ("", "", "")
+    if not key or ":" in operator:
+        raise ValueError(f"{text!r} is not all, KEY or KEY[=VALUE]:EFFECT[:OPERATOR] (e.g. gpu=a100:NoSchedule)")
+    out = {"key": key}
+    if effect:
+        found = next((e for e in TAINT_EFFECTS if e.lower() == effect.lower()), None)
+        if found is None:
+            raise ValueError(f"{text!r}: the effect {effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+        out["effect"] = found
+    op = {"equal": "Equal", "exists": "Exists", "": "Equal" if eq else "Exists"}.get(operator.lower())
+    if op is None:
+        raise ValueError(f"{text!r}: the operator {operator!r} is not Equal or Exists")
+    if op == "Exists" and value:
+        raise ValueError(f"{text!r}: the Exists operator takes no value")
+    out["operator"] = op
+    if value:
+        out["value"] = value
+    return out
 
 
 def parse_workers(text: str) -> tuple[int | None, int]:
@@ -279,6 +337,7 @@ def _job(
     _require(bool(spec.command), "the command is empty")
     _require(spec.retry is None or spec.retry >= 1, "retry must be at least 1 (Volcano reads maxRetry 0 as 3)")
     metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace}
+    metadata["labels"] = {JOB_TYPE_LABEL: JOB_TYPES[container]}
     if spec.tensorboard_logdir:
         metadata["annotations"] = {TENSORBOARD_ANNOTATION: spec.tensorboard_logdir}
     job: dict[str, Any] = {
@@ -301,6 +360,9 @@ def _task(spec: SubmitSpec, name: str, role: _Role) -> dict[str, Any]:
     if spec.image:
         container["image"] = spec.image
     container["command"] = list(role.command)
+    if spec.sync_source:
+        branch = ["--branch", spec.sync_branch] if spec.sync_branch else []
+        container["command"] = [*GITSYNC, "--repo", spec.sync_source, *branch, "--", *role.command]
     if spec.env:
         container["env"] = [{"name": k, "value": v} for k, v in dict(spec.env).items()]
     if spec.working_dir:
@@ -312,7 +374,12 @@ def _task(spec: SubmitSpec, name: str, role: _Role) -> dict[str, Any]:
         _require(all(posixpath.isabs(d.source) for d in spec.data), "data sources must be absolute paths")
         annotation = ",".join(f"{d.source}:{d.target}" for d in spec.data)
         template["metadata"] = {"annotations": {DATA_ANNOTATION: annotation}}
-    template["spec"] = {"containers": [container], "restartPolicy": "Never"}
+    pod: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
+    if spec.node_selector:
+        pod["nodeSelector"] = dict(spec.node_selector)
+    if spec.tolerations:
+        pod["tolerations"] = [dict(t) for t in spec.tolerations]
+    template["spec"] = pod
     task: dict[str, Any] = {"name": role.task, "replicas": role.replicas}
     if role.min_available is not None:
         task["minAvailable"] = role.min_available

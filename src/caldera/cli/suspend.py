@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import JOB_RESOURCE, Verb, cluster, namespace_option
+from caldera.cli.common import JOB_RESOURCE, Verb, cluster, complete_jobs, namespace_option
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @namespace_option
 @click.pass_context
 def suspend(ctx: click.Context, job: str, namespace: str) -> None:

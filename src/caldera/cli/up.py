@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -18,10 +19,27 @@ from caldera.cli.common import Verb, clock, context, fail, home, waiting
 from caldera.client import Client, read_daemon, read_token, running_daemon
 from caldera.client.home import LOG_FILE
 from caldera.core.errors import CalderaError
+from caldera.core.nodelabels import node_labels_flag, node_taints_flag
 from caldera.system.api import JSON
 from caldera.utils.clock import Clock
 
 POLL_SECONDS = 0.1
+
+
+def _checked(
+    parse: Callable[[str], object],
+) -> Callable[[click.Context, click.Parameter, tuple[str, ...]], tuple[str, ...]]:
+    """A callback refusing a value `parse` refuses (a usage error now, not a daemon that fails to start)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            try:
+                parse(value)
+            except ValueError as e:
+                raise click.BadParameter(str(e), ctx, param) from None
+        return values
+
+    return callback
 
 
 @click.command(cls=Verb)
@@ -34,6 +52,20 @@ POLL_SECONDS = 0.1
     metavar="HOST:PORT",
     help="etcd for elastic jobs [default: one the daemon starts, if etcd is installed]",
 )
+@click.option(
+    "--node-labels",
+    multiple=True,
+    metavar="[NODE:]K=V,...",
+    callback=_checked(node_labels_flag),
+    help="labels of every node, or of NODE (repeatable); jobs pick nodes with --selector",
+)
+@click.option(
+    "--node-taints",
+    multiple=True,
+    metavar="[NODE:]K[=V]:EFFECT,...",
+    callback=_checked(node_taints_flag),
+    help="taints of every node, or of NODE (repeatable); jobs need --toleration to run there",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="address the API listens on")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="API port (0: a free one)")
 @click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="seconds to wait")
@@ -45,6 +77,8 @@ def up(
     memory_per_node: str | None,
     gpus_per_node: int | None,
     elastic_server: str | None,
+    node_labels: tuple[str, ...],
+    node_taints: tuple[str, ...],
     host: str,
     port: int,
     timeout: float,
@@ -58,8 +92,14 @@ def up(
         if found is not None:
             url, info = found
             click.echo(f"caldera is already up at {url} (home {where}, {_nodes(info)} nodes)")
-            if any(v is not None for v in (nodes, cpus_per_node, memory_per_node, gpus_per_node)):
-                click.echo("caldera: the node options apply to a new daemon: `caldera down` first", err=True)
+            if any(v is not None for v in (nodes, cpus_per_node, memory_per_node, gpus_per_node)) or (
+                node_labels or node_taints
+            ):
+                click.echo(
+                    "caldera: the node options apply to a new daemon: `caldera down` first"
+                    " (labels and taints: `caldera node label|taint`)",
+                    err=True,
+                )
             return
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
     args = ["--home", str(where), "--host", host, "--port", str(port)]
@@ -72,6 +112,9 @@ def up(
     ):
         if value is not None:
             args += [flag, str(value)]
+    for flag, values in (("--node-labels", node_labels), ("--node-taints", node_taints)):
+        for value in values:
+            args += [flag, value]
     pid = _spawn(context(ctx).server_module, args, where / LOG_FILE)
     with waiting(f"starting caldera (pid {pid}) ..."):
         found = _await_answer(where, pid, clk, deadline)

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import click
 
-from caldera.cli.common import FINISHED_JOB_PHASES, Verb, clock, cluster, fail, namespace_option, pods_running, waiting
+from caldera.cli.common import (
+    FINISHED_JOB_PHASES,
+    Verb,
+    clock,
+    cluster,
+    complete_jobs,
+    fail,
+    namespace_option,
+    pods_running,
+    waiting,
+)
 from caldera.core.objects import JOB_PHASES
 
 POLL_SECONDS = 0.5
 
 
 @click.command(cls=Verb)
-@click.argument("job")
+@click.argument("job", shell_complete=complete_jobs)
 @namespace_option
 @click.option(
     "--for",

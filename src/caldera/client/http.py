@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, NoReturn, cast
 from urllib.parse import quote
 
 import httpx
 
 from caldera.core.errors import CalderaError, FieldError, ValidationError
+from caldera.core.kubeflow import as_volcano
 from caldera.system.api import JSON, Conflict, Expired, NotFound
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
@@ -26,6 +28,7 @@ PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 CORE = "/api/v1"
 UNAUTHORISED = "not authorised: wrong or missing token"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+ENDED = ("Completed", "Failed", "Terminated", "Aborted")  # the phases a job stays in
 
 
 def _seg(value: str) -> str:
@@ -53,6 +56,8 @@ class Client:
     # ------------------------------------------------------------ writes
 
     def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        """Create or update the object; a Kubeflow training job is sent as the Volcano Job it runs as."""
+        manifest = as_volcano(manifest)
         params = {"submitDir": submit_dir} if submit_dir else None
         return self._json("POST", _collection(manifest), json=manifest, params=params)
 
@@ -98,6 +103,19 @@ class Client:
 
     def list_nodes(self) -> list[JSON]:
         return _items(self._json("GET", f"{CORE}/nodes"))
+
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        patch: JSON = {}
+        if labels is not None:
+            patch["metadata"] = {"labels": dict(labels)}
+        if taints is not None:
+            patch["spec"] = {"taints": taints}
+        return self._json("PATCH", f"{CORE}/nodes/{_seg(name)}", json=patch)
+
+    def list_priority_classes(self) -> list[JSON]:
+        return _items(self._json("GET", PRIORITY_CLASSES))
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         path = f"{CORE}/events" if namespace is None else f"{CORE}/namespaces/{_seg(namespace)}/events"
@@ -171,6 +189,27 @@ class Client:
         given = {"namespace": namespace, "job": job, "since": since, "until": until}
         return self._json("GET", f"{CORE}/timeline", params={k: v for k, v in given.items() if v is not None})
 
+    def wait_job(
+        self, namespace: str, name: str, *, phases: tuple[str, ...] = ENDED, timeout: float | None = None
+    ) -> JSON:
+        """Block until the job is in one of `phases` (default: it has ended); its summary then.
+
+        Follows the daemon's watch (nothing is polled). Raises NotFound if there is no such
+        job or it is deleted meanwhile, CalderaError if `timeout` seconds pass first."""
+        summary = self.get_job(namespace, name)
+        if summary.get("phase") in phases:
+            return summary
+        for event in self.watch(("Job",), namespace, timeout=timeout):
+            obj = event.get("object") or {}
+            if event["type"] == "BOOKMARK" or (obj.get("metadata") or {}).get("name") != name:
+                continue
+            if event["type"] == "DELETED":
+                raise NotFound(f"job {namespace}/{name} was deleted")
+            if ((obj.get("status") or {}).get("state") or {}).get("phase") in phases:
+                return self.get_job(namespace, name)
+        waited = f"after {timeout:g}s" if timeout is not None else "when the daemon ended the watch"
+        raise CalderaError(f"job {namespace}/{name} is not {' or '.join(phases)} {waited}")
+
     def pod_log(self, namespace: str, pod: str) -> str:
         """The path of the pod's log file on the daemon's machine."""
         body = self._json("GET", f"{CORE}/namespaces/{_seg(namespace)}/pods/{_seg(pod)}/logfile")
@@ -180,16 +219,33 @@ class Client:
         return self._json("GET", "/info")
 
     def stream_log(
-        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]:
         """The pod's log as text chunks; with `follow`, until the pod ends (or the caller stops iterating).
 
-        `previous`: only the attempt before the last one (NotFound if there was none)."""
+        `since_seconds`: only the lines written in the last N seconds; `since_time`: from that
+        moment (seconds since the epoch) on; `timestamps`: each line after the RFC 3339 time it
+        was written (Kubernetes' sinceSeconds, sinceTime and timestamps); `previous`: only the
+        attempt before the last one (NotFound if there was none)."""
         params: dict[str, str | int] = {"follow": "true" if follow else "false"}
         if previous:
             params["previous"] = "true"
         if tail is not None and tail >= 0:
             params["tailLines"] = tail
+        if since_seconds is not None:
+            params["sinceSeconds"] = since_seconds
+        if since_time is not None:
+            params["sinceTime"] = datetime.fromtimestamp(since_time, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        if timestamps:
+            params["timestamps"] = "true"
         url = f"{self.url}{CORE}/namespaces/{_seg(namespace)}/pods/{_seg(pod)}/log"
         timeout = httpx.Timeout(self._timeout, read=None if follow else self._timeout)
         try:
@@ -236,7 +292,9 @@ def _collection(manifest: JSON) -> str:
         return QUEUES
     if (api, kind) == ("scheduling.k8s.io/v1", "PriorityClass"):
         return PRIORITY_CLASSES
-    rule = f"cannot apply {api} {kind}: caldera applies Volcano Jobs and Queues and PriorityClasses"
+    rule = (
+        f"cannot apply {api} {kind}: caldera applies Volcano Jobs, Kubeflow training jobs, Queues and PriorityClasses"
+    )
     raise ValidationError([FieldError("kind", rule)])
 
 

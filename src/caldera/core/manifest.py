@@ -1,4 +1,7 @@
-"""Reading Volcano and Kubernetes manifests as they are written, into caldera's objects.
+"""Reading Volcano, Kubeflow and Kubernetes manifests as they are written, into caldera's objects.
+
+A Kubeflow training job (`kubeflow.org/v1` TFJob, PyTorchJob, MPIJob, PaddleJob) is read
+as the Volcano Job it runs as (`caldera.core.kubeflow`).
 
 A manifest goes through three steps, and no object comes out unless all pass:
 1. schema: types and shapes, every error against the field path in the manifest's own
@@ -25,6 +28,7 @@ import yaml
 
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.jobmanifest import parse_job
+from caldera.core.kubeflow import FRAMEWORKS, KUBEFLOW_API, kubeflow_error, to_volcano
 from caldera.core.objects import (
     JOB_API,
     QUEUE_OPEN,
@@ -47,6 +51,7 @@ __all__ = [
     "load_documents",
     "load_objects",
     "parse_job",
+    "parse_kubeflow_job",
     "parse_object",
     "parse_priority_class",
     "parse_queue",
@@ -244,8 +249,17 @@ def parse_priority_class(doc: Mapping[str, Any], source: str = "") -> PriorityCl
     return pc
 
 
+def parse_kubeflow_job(doc: Mapping[str, Any], source: str = "") -> Job:
+    """A `kubeflow.org/v1` TFJob, PyTorchJob, MPIJob or PaddleJob, as the Volcano Job it runs as (`core.kubeflow`)."""
+    try:
+        return parse_job(to_volcano(doc, source), source)
+    except ValidationError as e:
+        raise kubeflow_error(e, doc) from None
+
+
 _PARSERS: dict[tuple[str, str], Callable[[Mapping[str, Any], str], ManifestObject]] = {
     (JOB_API, "Job"): parse_job,
     (SCHEDULING_API, "Queue"): parse_queue,
     (PRIORITY_CLASS_API, "PriorityClass"): parse_priority_class,
+    **{(KUBEFLOW_API, kind): parse_kubeflow_job for kind in FRAMEWORKS},
 }

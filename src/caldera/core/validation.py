@@ -22,7 +22,7 @@ Where Volcano leaves room, caldera chooses:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from caldera.core.elastic import validate_elastic
 from caldera.core.errors import FieldError
@@ -49,7 +49,7 @@ USER_ACTIONS = (
     "CompleteJob",
     "ResumeJob",
 )
-JOB_PLUGINS = ("env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "paddle")
+JOB_PLUGINS = ("env", "svc", "ssh", "pytorch", "tensorflow", "mpi", "paddle", "kubeflow")
 QUEUE_STATES = (QUEUE_OPEN, QUEUE_CLOSING, QUEUE_CLOSED)
 MAX_QUEUE_WEIGHT = 65535
 # Kubernetes reserves priorities above this for classes named `system-...`.
@@ -123,9 +123,20 @@ def validate_job(job: Job) -> list[FieldError]:
     return errors
 
 
-def validate_job_admission(job: Job, queues: Mapping[str, Queue]) -> list[FieldError]:
-    """`validate_job` plus the rules against the cluster's queues, by name."""
+# Kubernetes creates these two itself; any other class a job names must exist.
+BUILTIN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def validate_job_admission(
+    job: Job, queues: Mapping[str, Queue], priority_classes: Collection[str] | None = None
+) -> list[FieldError]:
+    """`validate_job` plus the rules against the cluster's queues and, when given, its PriorityClasses, by name.
+
+    A class that does not exist is refused, as Kubernetes' Priority admission refuses such
+    a pod (and Arena checks before it submits): the job could never start."""
     errors = validate_job(job)
+    if priority_classes is not None:
+        errors += priority_class_errors(job, priority_classes)
     name = job.spec.queue
     queue = queues.get(name)
     if queue is None:
@@ -141,6 +152,25 @@ def validate_job_admission(job: Job, queues: Mapping[str, Queue]) -> list[FieldE
                 FieldError("spec.queue", f'queue "{name}" is the parent of {names}; jobs go to leaf queues only')
             )
     return errors
+
+
+def priority_class_errors(job: Job, classes: Collection[str]) -> list[FieldError]:
+    """Each PriorityClass the job (or a pod template) names that is neither in `classes` nor built in."""
+    known = frozenset(classes) | BUILTIN_PRIORITY_CLASSES
+    named = [("spec.priorityClassName", job.spec.priority_class_name)]
+    named += [
+        (f"spec.tasks[{i}].template.spec.priorityClassName", t.template.spec.priority_class_name)
+        for i, t in enumerate(job.spec.tasks)
+    ]
+    listed = ", ".join(sorted(known - BUILTIN_PRIORITY_CLASSES)) or "none yet"
+    first: dict[str, str] = {}  # a class → the first path naming it (templates inherit the job's)
+    for path, name in named:
+        if name and name not in known:
+            first.setdefault(name, path)
+    return [
+        FieldError(path, f'no PriorityClass named "{name}" (the cluster has: {listed}; see `caldera priorityclass`)')
+        for name, path in first.items()
+    ]
 
 
 def _tasks(job: Job) -> list[FieldError]:

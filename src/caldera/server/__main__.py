@@ -2,6 +2,7 @@
 
   python -m caldera.server --home H [--host 127.0.0.1] [--port 0]
                            [--nodes N --cpus-per-node C --memory-per-node M --gpus-per-node G]
+                           [--node-labels [NODE:]K=V,... --node-taints [NODE:]K[=V]:EFFECT,...]
 
 Order of life: lock the home (one daemon per home) → token → listen (port 0: a free
 one) → start the cluster (restores its state, adopts surviving pods) → write
@@ -77,6 +78,8 @@ def _embedded_cluster(home: Path, args: argparse.Namespace) -> ClusterAPI:
         memory_per_node=args.memory_per_node,
         gpus_per_node=args.gpus_per_node,
         elastic_server=args.elastic_server,
+        node_labels=args.node_labels,
+        node_taints=args.node_taints,
     )
     cluster.start()
     return cluster
@@ -143,6 +146,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-per-node", help="memory of each virtual node (a quantity)")
     p.add_argument("--gpus-per-node", type=int, help="GPUs of each node (virtual when the machine has none)")
     p.add_argument("--elastic-server", help="etcd HOST:PORT for elastic jobs (default: start one if etcd is installed)")
+    p.add_argument("--node-labels", action="append", default=[], help="[NODE:]K=V[,K=V]: labels of every node, or one")
+    p.add_argument(
+        "--node-taints", action="append", default=[], help="[NODE:]K[=V]:EFFECT[,...]: taints of every node, or one"
+    )
     return p
 
 

@@ -13,9 +13,12 @@
   PUT    /apis/scheduling.volcano.sh/v1beta1/queues/{name}/state {"state": "Open" | "Closed"}
   DELETE /apis/scheduling.volcano.sh/v1beta1/queues/{name}
   POST   /apis/scheduling.k8s.io/v1/priorityclasses            apply a PriorityClass (201)
+  GET    /apis/scheduling.k8s.io/v1/priorityclasses            the PriorityClasses
   GET    /api/v1/nodes                                         node summaries
+  PATCH  /api/v1/nodes/{name}   {"metadata": {"labels"}, "spec": {"taints"}} (merge patch) → the node summary
   GET    /api/v1/events | /api/v1/namespaces/{ns}/events?object=O&since=ID
-  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N&previous=B   the log, streamed
+  GET    /api/v1/namespaces/{ns}/pods/{pod}/log?follow=B&tailLines=N&previous=B&sinceSeconds=S|sinceTime=T&timestamps=B
+                                                                the log, streamed
   GET    /api/v1/namespaces/{ns}/pods/{pod}/logfile                    {"path"} of the log file
   GET    .../watch/...      changes as a stream of JSON lines (see `watch`)
   GET    /info          POST /shutdown?stopPods=B (202)          GET /openapi.json
@@ -23,6 +26,7 @@
 The web dashboard is served beside it (`dashboard`: /, /jobs, /nodes, /timeline, /login).
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token
 (or the dashboard's session with its CSRF token: `auth`);
+Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
 errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
 the blocking cluster calls in its thread pool, never on the event loop.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -44,6 +49,7 @@ from caldera.core.errors import FieldError, ValidationError
 from caldera.server.dashboard import Dashboard
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
 from caldera.server.logstream import POLL_SECONDS, PodWatch, previous_span, stream_file, stream_span
+from caldera.server.logtimes import stream_lines
 from caldera.server.views import views_router
 from caldera.server.watch import watch_router
 from caldera.system.api import JSON, ClusterAPI
@@ -93,13 +99,14 @@ def create_app(
         title="caldera",
         version=__version__,
         description="The caldera daemon's API: Volcano Jobs and Queues, nodes, events and pod logs.",
-        docs_url=None,  # an HTML page cannot send the bearer token; /openapi.json is the description
+        docs_url=None,  # the interactive documentation is a dashboard page (/docs), behind its login
         redoc_url=None,
     )
+
     install_error_handlers(app)
     closing = threading.Event()  # set on POST /shutdown: watch streams end instead of holding the server up
     app.include_router(_volcano(cluster))
-    app.include_router(_core(cluster, log_poll))
+    app.include_router(_core(cluster, log_poll, clock or SystemClock()))
     app.include_router(watch_router(cluster, clock or SystemClock(), closing))
     app.include_router(views_router(cluster))
     app.include_router(_system(cluster, on_shutdown, closing))
@@ -177,15 +184,24 @@ def _volcano(cluster: ClusterAPI) -> APIRouter:
     def apply_priority_class(manifest: Manifest) -> JSON:
         return cluster.apply(_of_kind(manifest, "/apis/scheduling.k8s.io/v1", "PriorityClass"))
 
+    @r.get(PRIORITY_CLASSES)
+    def list_priority_classes() -> JSON:
+        return _list("PriorityClassList", cluster.list_priority_classes())
+
     return r
 
 
-def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
+def _core(cluster: ClusterAPI, log_poll: float, clock: Clock) -> APIRouter:
     r = APIRouter(prefix=CORE, tags=["core"])
 
     @r.get("/nodes")
     def list_nodes() -> JSON:
         return _list("NodeList", cluster.list_nodes())
+
+    @r.patch("/nodes/{name}")
+    def patch_node(name: str, patch: Manifest) -> JSON:
+        labels, taints = _node_patch(patch)
+        return cluster.patch_node(name, labels, taints)
 
     @r.get("/events")
     def all_events(objects: Objects = None, since: Since = 0) -> JSON:
@@ -205,8 +221,18 @@ def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
         pod: str,
         follow: bool = False,
         tail_lines: Annotated[int | None, Query(alias="tailLines", description="the last N lines")] = None,
+        since_seconds: Annotated[
+            int | None, Query(alias="sinceSeconds", ge=0, description="only lines of the last N seconds")
+        ] = None,
+        since_time: Annotated[
+            str | None, Query(alias="sinceTime", description="only lines from this RFC 3339 time")
+        ] = None,
+        timestamps: Annotated[bool, Query(description="each line after its RFC 3339 time, as kubectl logs")] = False,
         previous: Annotated[bool, Query(description="the attempt before the last one (never followed)")] = False,
     ) -> StreamingResponse:
+        since = _since(since_seconds, since_time, clock)
+        if previous and (since is not None or timestamps):
+            raise ValidationError([FieldError("previous", "goes with neither sinceSeconds, sinceTime nor timestamps")])
         path = Path(await run_in_threadpool(cluster.pod_log, namespace, pod))
         if previous:
             start, end = await run_in_threadpool(previous_span, path, f"{namespace}/{pod}")
@@ -216,7 +242,18 @@ def _core(cluster: ClusterAPI, log_poll: float) -> APIRouter:
         async def finished() -> bool:
             return await run_in_threadpool(watch.finished)
 
-        body = stream_file(path, tail=tail_lines, follow=follow, finished=finished, poll=log_poll)
+        if since is None and not timestamps:
+            body = stream_file(path, tail=tail_lines, follow=follow, finished=finished, poll=log_poll)
+        else:
+            body = stream_lines(
+                path,
+                tail=tail_lines,
+                since=since,
+                timestamps=timestamps,
+                follow=follow,
+                finished=finished,
+                poll=log_poll,
+            )
         return StreamingResponse(body, media_type="text/plain; charset=utf-8")
 
     return r
@@ -242,6 +279,44 @@ def _system(cluster: ClusterAPI, on_shutdown: Callable[[bool], None] | None, clo
         return {"kind": "Status", "status": "ShuttingDown", "stopPods": stop_pods}
 
     return r
+
+
+def _node_patch(patch: JSON) -> tuple[dict[str, str | None] | None, list[JSON] | None]:
+    """The labels and taints of a node merge patch; anything else in it is refused."""
+    errors = [
+        FieldError(k, "a node patch changes metadata.labels and spec.taints only")
+        for k in patch
+        if k not in ("metadata", "spec")
+    ]
+    meta, spec = patch.get("metadata") or {}, patch.get("spec") or {}
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        raise ValidationError([FieldError("", "metadata and spec must be mappings")])
+    errors += [FieldError(f"metadata.{k}", "only labels can be patched") for k in meta if k != "labels"]
+    errors += [FieldError(f"spec.{k}", "only taints can be patched") for k in spec if k != "taints"]
+    labels, taints = meta.get("labels"), spec.get("taints")
+    if labels is not None and not (
+        isinstance(labels, dict) and all(isinstance(v, str | None) for v in labels.values())
+    ):
+        errors.append(FieldError("metadata.labels", "must map label keys to text (null removes a label)"))
+    if taints is not None and not isinstance(taints, list):
+        errors.append(FieldError("spec.taints", "must be a list of taints"))
+    if errors:
+        raise ValidationError(errors)
+    return labels, taints
+
+
+def _since(seconds: int | None, time: str | None, clock: Clock) -> float | None:
+    """The moment `sinceSeconds` or `sinceTime` names (Kubernetes takes one of the two), in seconds since the epoch."""
+    if seconds is not None and time is not None:
+        raise ValidationError([FieldError("sinceTime", "give sinceSeconds or sinceTime, not both")])
+    if seconds is not None:
+        return clock.now() - seconds
+    if time is None:
+        return None
+    try:
+        return datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ValidationError([FieldError("sinceTime", f"{time!r} is not an RFC 3339 time")]) from None
 
 
 def _list(kind: str, items: list[JSON]) -> JSON:

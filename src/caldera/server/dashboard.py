@@ -4,6 +4,8 @@
   GET  /login      POST /login (form: token, next)      POST /logout (form: csrf)
   GET  /static/{version}/...                             CSS, ES modules, icon (cached for good:
                                                          the version is a hash of their contents)
+  GET  /docs       the API's interactive documentation (Swagger UI from the swagger-ui-bundle
+                   package, served from /docs/assets/: nothing from another origin)
 A page is a small HTML shell naming its ES module; the module fetches what it shows from the
 API (with the session's CSRF token, see `auth`) and follows changes through the watch API.
 Nothing comes from another origin (the Content-Security-Policy says so), nothing is built:
@@ -23,6 +25,7 @@ import html
 from pathlib import Path
 from urllib.parse import quote
 
+import swagger_ui_bundle  # type: ignore[import-untyped]
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -62,6 +65,14 @@ PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 MODULES = ("api.js", "dom.js", "live.js")  # what every page imports: preloaded with it
+SWAGGER = Path(swagger_ui_bundle.swagger_ui_path)
+# Swagger UI sets style attributes and draws with data: images; nothing else is relaxed.
+DOCS_HEADERS = {
+    **PAGE_HEADERS,
+    "Content-Security-Policy": CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'").replace(
+        "img-src 'self'", "img-src 'self' data:"
+    ),
+}
 
 
 def asset_version(root: Path = STATIC) -> str:
@@ -73,7 +84,7 @@ def asset_version(root: Path = STATIC) -> str:
 
 
 def is_dashboard_path(path: str) -> bool:
-    return path in PAGES or path in ("/login", "/logout") or path.startswith(("/jobs/", "/static/"))
+    return path in PAGES or path in ("/login", "/logout", "/docs") or path.startswith(("/jobs/", "/static/", "/docs/"))
 
 
 class Dashboard:
@@ -90,7 +101,9 @@ class Dashboard:
                 Route("/login", self._login_page, methods=["GET", "HEAD"]),
                 Route("/login", self._login, methods=["POST"]),
                 Route("/logout", self._logout, methods=["POST"]),
+                Route("/docs", self._docs, methods=["GET", "HEAD"]),
                 Mount(f"/static/{self.version}", app=_Immutable(StaticFiles(directory=STATIC))),
+                Mount("/docs/assets", app=StaticFiles(directory=SWAGGER)),
             ],
             default=_not_found,
         )
@@ -104,11 +117,32 @@ class Dashboard:
 
     # ------------------------------------------------------------ pages
 
-    async def _page(self, request: Request) -> Response:
+    def _session(self, request: Request) -> str | Response:
+        """The request's valid session, else the redirect to the login page that comes back here."""
         session = session_of(request.headers)
         if session is None or not self.sessions.valid(session):
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
+        return session
+
+    async def _docs(self, request: Request) -> Response:
+        session = self._session(request)
+        if isinstance(session, Response):
+            return session
+        page = (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="caldera-csrf" content="{html.escape(self.sessions.csrf(session))}">'
+            "<title>API · caldera</title>"
+            '<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>'
+            '<body><div id="swagger-ui"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>'
+            f'<script type="module" src="/static/{self.version}/js/docs.js"></script></body></html>'
+        )
+        return HTMLResponse(page, headers=DOCS_HEADERS)
+
+    async def _page(self, request: Request) -> Response:
+        session = self._session(request)
+        if isinstance(session, Response):
+            return session
         path = request.url.path
         module, title = PAGES.get(path, ("job", "Job"))
         if module == "job":

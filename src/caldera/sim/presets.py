@@ -52,6 +52,21 @@ def traces_dir() -> Path:
     return repo.parent / "shared" / "traces"  # named in the error when the trace is then missing
 
 
+def shared_trace(relative: Path) -> Path:
+    """The shared trace file `relative` (under `traces_dir()`); a ValidationError saying where it was looked for.
+
+    The error tells how to point caldera at the traces: `CALDERA_TRACES=DIR`."""
+    path = traces_dir() / relative
+    if path.is_file():
+        return path
+    where = f"$CALDERA_TRACES ({os.environ['CALDERA_TRACES']})" if os.environ.get("CALDERA_TRACES") else traces_dir()
+    rule = (
+        f"the shared trace {relative} is not under {where}: set CALDERA_TRACES to the directory that holds "
+        f"{relative} (e.g. CALDERA_TRACES=/path/to/shared/traces), or give the file as KIND:PATH"
+    )
+    raise ValidationError([FieldError("--trace", rule)])
+
+
 def philly_nodes(count: int, gpus: int, *, prefix: str = "gpu") -> list[o.Node]:
     alloc = {CPU: 64_000.0, MEMORY: 512 * GIB, GPU: gpus * 1000.0, PODS: 110.0}
     width = len(str(count - 1))
@@ -69,7 +84,7 @@ def preset_nodes(name: str, *, openb_dir: Path | None = None) -> tuple[list[o.No
         count, gpus, words = PHILLY_PRESETS[name]
         return philly_nodes(count, gpus), f"preset:{name}: {words}"
     if name == "openb":
-        path = (openb_dir or traces_dir() / OPENB_DIR) / NODE_LIST
+        path = openb_dir / NODE_LIST if openb_dir is not None else shared_trace(OPENB_DIR / NODE_LIST)
         nodes, errors = read_openb_nodes(path)
         if errors:
             raise ValidationError(errors, str(path))

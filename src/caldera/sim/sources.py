@@ -23,7 +23,7 @@ from caldera.core.resources import GPU
 from caldera.sim.inputs import Cluster, Workload, check_references, load, parse_cluster, parse_workload, read_yaml
 from caldera.sim.openb import NODE_LIST, openb_arrivals, read_openb_nodes, read_openb_pods
 from caldera.sim.pollux import pollux_sample
-from caldera.sim.presets import OPENB_PODS, PHILLY_TRACE, preset_nodes, traces_dir
+from caldera.sim.presets import OPENB_PODS, PHILLY_TRACE, preset_nodes, shared_trace, traces_dir
 from caldera.sim.sampling import Window, take
 from caldera.sim.traces import TraceRow, philly_arrivals, read_philly
 
@@ -69,7 +69,7 @@ def parse_trace(text: str) -> tuple[str, Path]:
         raise ValidationError([FieldError("--trace", f"{kind!r} is not a trace kind ({', '.join(TRACE_KINDS)})")])
     if path:
         return kind, Path(path)
-    return kind, traces_dir() / (PHILLY_TRACE if kind == "philly" else OPENB_PODS)
+    return kind, shared_trace(PHILLY_TRACE if kind == "philly" else OPENB_PODS)
 
 
 def load_inputs(cluster: str | None, workload: str | None, trace: str | None, sel: Selection) -> Inputs:

@@ -8,7 +8,8 @@ CalderaErrors, mapped to 404, 409 and 422 by the server); reads return plain
 JSON-ready dicts in the Kubernetes shape, with these stable summaries:
 
 job summary (list/get `-o json`):
-  {"name", "namespace", "queue", "phase", "retryCount", "minAvailable",
+  {"name", "namespace", "apiVersion", "kind" (what it was applied as: Job, or a Kubeflow kind),
+   "type" (its volcano.sh/job-type label), "labels", "queue", "phase", "retryCount", "minAvailable",
    "creationTimestamp", "startTime", "completionTime", "reason", "message",
    "waiting": null or {"reason": "NeverFits" | "Unschedulable" | "CrashLoopBackOff", "message", "never": bool},
    "pods": [{"name", "task", "index", "node", "phase", "exitCode", "restarts", "address",
@@ -21,8 +22,8 @@ explanation (`explain`):
    "minimum", "never", "now"}, "nodeClasses": [{"nodes", "allocatable", "labels", "taints",
    "schedulable", "tasks": [{"task", "need", "perNode", "fitsNow", "blocks"}]}]}
 node summary (top node):
-  {"name", "allocatable": {res: qty}, "allocated": {res: qty}, "gpus": int, "gpusUsed": int,
-   "virtualGpus": bool, "pods": int}
+  {"name", "labels", "taints": [{"key", "value", "effect"}], "allocatable": {res: qty},
+   "allocated": {res: qty}, "gpus": int, "gpusUsed": int, "virtualGpus": bool, "pods": int}
 watch batch (`changes`), Kubernetes' watch events:
   {"resourceVersion": int, "events": [{"type": "ADDED" | "MODIFIED" | "DELETED", "object": {...}}]}
   where an object is the stored one (Job, Pod, PodGroup, Queue, PriorityClass; a Node is its
@@ -31,6 +32,7 @@ watch batch (`changes`), Kubernetes' watch events:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from caldera.core.errors import CalderaError
@@ -85,6 +87,15 @@ class ClusterAPI(Protocol):
         of its range (an elastic task's [minAvailable, max])."""
         ...
 
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        """Change a node's labels (merged; a None value removes one) and/or taints (replaced); its node summary.
+
+        `caldera node label|taint`, as a JSON merge patch of {"metadata": {"labels"}, "spec": {"taints"}}.
+        Raises NotFound for no such node, ValidationError for a label the cluster owns or a bad taint."""
+        ...
+
     def shutdown(self, stop_pods: bool = True) -> None:
         """Stop the daemon; with `stop_pods`, every pod first (`caldera down`)."""
         ...
@@ -110,6 +121,10 @@ class ClusterAPI(Protocol):
     def get_queue(self, name: str) -> JSON: ...
 
     def list_nodes(self) -> list[JSON]: ...
+
+    def list_priority_classes(self) -> list[JSON]:
+        """Every PriorityClass (`scheduling.k8s.io/v1` objects), by name."""
+        ...
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]: ...
 

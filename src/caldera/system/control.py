@@ -113,7 +113,7 @@ class ControlPlane:
     def submit(self, job: o.Job) -> None:
         """Admit a job (Volcano's webhooks: defaults, then validation) and start reconciling it; ValidationError if refused."""
         with_elastic_defaults(job)
-        errors = validate_job_admission(job, self.queues)
+        errors = validate_job_admission(job, self.queues, self.priority_classes)
         if errors:
             raise ValidationError(errors, f"job {job.name}")
         if job.key in self.jobs:

@@ -21,7 +21,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,7 +35,7 @@ from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
-from caldera.system import machine, persist
+from caldera.system import machine, nodeconfig, persist
 from caldera.system.admission import check_commands, check_data, check_plugins
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
@@ -57,6 +57,7 @@ T = TypeVar("T")
 Task = tuple[Callable[[], Any], "Future[Any] | None", bool]
 USER_ACTIONS = ("AbortJob", "ResumeJob")
 EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an event as describe shows it
+NODE_OVERRIDES = "node-overrides"  # the store's Config of the labels and taints set on nodes (`nodeconfig`)
 
 
 class EmbeddedCluster:
@@ -73,6 +74,8 @@ class EmbeddedCluster:
         clock: Clock | None = None,
         grace: float = 10.0,
         elastic_server: str | None = None,
+        node_labels: Sequence[str] = (),
+        node_taints: Sequence[str] = (),
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
@@ -80,7 +83,14 @@ class EmbeddedCluster:
         self.store = SqliteStore(home / "state.db")
         self._inbox: queue.Queue[Task] = queue.Queue()
         self.executor = LocalExecutor(home, report=self._on_process, clock=self.clock, grace=grace)
-        node_list = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
+        planned = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
+        self._planned = {n.name: n for n in planned}  # the nodes before the labels and taints people set
+        saved = self.store.get("Config", "", NODE_OVERRIDES)
+        self.node_overrides = nodeconfig.with_flags(
+            saved.body["spec"] if saved is not None else nodeconfig.empty(), planned, node_labels, node_taints
+        )
+        self._save_node_overrides()
+        node_list = nodeconfig.apply(planned, self.node_overrides)
         gpus = GpuBook(
             {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
             {n.name: int(n.labels.get(machine.GPU_OFFSET_LABEL, "0")) for n in node_list},
@@ -358,6 +368,23 @@ class EmbeddedCluster:
     def list_nodes(self) -> list[JSON]:
         return self._read(lambda: node_summaries(self.plane))
 
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        def run() -> JSON:
+            if name not in self._planned:
+                raise NotFound(f"node {name} not found (nodes: {', '.join(self._planned)})")
+            self.node_overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
+            self._save_node_overrides()
+            (node,) = nodeconfig.apply([self._planned[name]], self.node_overrides)
+            self.plane.add_node(node)
+            return next(n for n in node_summaries(self.plane) if n["name"] == name)
+
+        return self._call(run)
+
+    def list_priority_classes(self) -> list[JSON]:
+        return self._call(lambda: [pc.to_dict() for _, pc in sorted(self.plane.priority_classes.items())])
+
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         return self.store.events(namespace, objects, since)
 
@@ -427,6 +454,11 @@ class EmbeddedCluster:
         spec = {"nodes": nodes, "cpus": cpus, "memory": memory, "gpus": gpus}
         self.store.put("Config", "", "nodes", {"metadata": {"name": "nodes"}, "spec": spec})
         return planned
+
+    def _save_node_overrides(self) -> None:
+        self.store.put(
+            "Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": self.node_overrides}
+        )
 
     def _persist(self) -> None:
         want: dict[tuple[str, str, str], str] = {}

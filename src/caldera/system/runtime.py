@@ -2,8 +2,9 @@
 
 For each pod the runtime renders one process from its first container: the
 command and args; the environment (the daemon's PATH with caldera's Python
-first, the container's `env` with fieldRefs resolved, then the framework
-plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
+first, PYTHONPYCACHEPREFIX under the home so that no pod writes bytecode into a
+source tree, caldera's or the user's; the container's `env` with fieldRefs
+resolved, then the framework plugins' variables, which win as they do in Volcano, then CUDA_VISIBLE_DEVICES);
 the working directory (`workingDir`, relative to where the job was submitted,
 else the pod's own directory); the plugins' files and `--data`, made reachable
 from where the command runs (`podpaths.py`: relative targets are links in the
@@ -36,6 +37,7 @@ from caldera.system.podpaths import DATA, link_relative, parse_data, path_map, r
 HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
 PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
+PYCACHE = "pycache"  # under the home: where the pods' Python processes keep their bytecode
 
 
 class PortBook:
@@ -168,6 +170,8 @@ class LocalRuntime:
             mounts = []
         paths = path_map(mounts, pod_dir, patch.files)
         env = self.base_env()
+        # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
+        env["PYTHONPYCACHEPREFIX"] = str(self.home / PYCACHE)
         env.update({k: rewrite(v, paths) for k, v in _container_env(container, pod, node).items()})
         env.update(patch.env)
         if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):

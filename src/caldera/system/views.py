@@ -5,11 +5,14 @@ A job's summary has at least {"name", "namespace", "queue", "phase", "retryCount
 "address", "reason", "message"}], "waiting"} (the contract of `system/api.py`); a pod being
 deleted shows as Terminating; the pods that ended and were removed are listed too, as they
 ended; "waiting" says why the job is held up (`waiting.py`).
+"labels", "type" and the "apiVersion" and "kind" it was applied as (`core.jobkind`) say
+what the job is, for selectors, `list`'s TYPE column and `-o name`.
 """
 
 from __future__ import annotations
 
 from caldera.core import objects as o
+from caldera.core.jobkind import applied_as, job_type
 from caldera.core.resources import GPU, format_resource_list
 from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
@@ -24,9 +27,14 @@ def job_summary(
     order = {t.name: i for i, t in enumerate(job.spec.tasks)}
     live = list(plane.job_pods.get(job.key, {}).values())
     pods = sorted([*live, *ended], key=lambda p: (order.get(p.task, 99), p.index))
+    api_version, kind = applied_as(job.metadata.annotations)
     return {
         "name": job.name,
         "namespace": job.namespace,
+        "apiVersion": api_version,
+        "kind": kind,
+        "type": job_type(job.metadata.labels),
+        "labels": dict(job.metadata.labels),
         "queue": job.spec.queue,
         "phase": job.status.phase,
         "retryCount": job.status.retry_count,
@@ -72,6 +80,8 @@ def node_summaries(plane: ControlPlane) -> list[JSON]:
 def _node_summary(node: o.Node, pods: list[o.Pod], allocated: dict[str, float]) -> JSON:
     return {
         "name": node.name,
+        "labels": dict(node.labels),
+        "taints": [t.to_dict() for t in node.taints],
         "allocatable": format_resource_list(node.allocatable),
         "allocated": format_resource_list({k: v for k, v in allocated.items() if k in node.allocatable}),
         "gpus": int(node.allocatable.get(GPU, 0.0) / 1000),

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +23,10 @@ from caldera.backends.process import attempt_spans
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
+from caldera.core.jobkind import applied_as, job_type
 from caldera.core.manifest import parse_object
 from caldera.core.resources import from_units, parse_resource_list
+from caldera.core.validation import priority_class_errors
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
 from caldera.system.timeline import pod_timeline
 from caldera.utils.clock import Clock, ManualClock
@@ -85,9 +88,15 @@ class FakeJob:
     waiting: JSON | None = None
 
     def summary(self) -> JSON:
+        meta = self.manifest.get("metadata") or {}
+        api_version, kind = applied_as(meta.get("annotations"))
         return {
             "name": self.name,
             "namespace": self.namespace,
+            "apiVersion": api_version,
+            "kind": kind,
+            "type": job_type(meta.get("labels")),
+            "labels": dict(meta.get("labels") or {}),
             "queue": self.queue,
             "phase": self.phase,
             "retryCount": self.retry_count,
@@ -122,6 +131,8 @@ class FakeCluster:
         self.shutdowns: list[bool] = []
         self.scales: list[tuple[str, str, int, str]] = []
         self.submit_dirs: dict[tuple[str, str], str | None] = {}
+        self.patches: list[tuple[str, dict[str, str | None], list[JSON] | None]] = []
+        self.line_times: dict[tuple[str, str], list[tuple[str, float]]] = {}  # each log line and when it was written
         self._changed = threading.Condition()
         self.apply({"apiVersion": o.SCHEDULING_API, "kind": "Queue", "metadata": {"name": "default"}, "spec": {}})
 
@@ -146,6 +157,8 @@ class FakeCluster:
         if queue["status"]["state"] != o.QUEUE_OPEN:
             rule = f"queue {job.spec.queue!r} is {queue['status']['state']}: it takes no new job"
             raise ValidationError([FieldError("spec.queue", rule)])
+        if unknown := priority_class_errors(job, self.priority_classes):
+            raise ValidationError(unknown, f"job {job.name}")
         key = (namespace, job.name)
         fake = FakeJob(dict(manifest), namespace, job.name, job.spec.queue, job.spec.min_available, self.clock.now())
         for task in job.spec.tasks:
@@ -276,6 +289,24 @@ class FakeCluster:
     def list_nodes(self) -> list[JSON]:
         return [dict(n) for n in self.nodes]
 
+    def patch_node(
+        self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
+    ) -> JSON:
+        with self._changed:
+            node = next((n for n in self.nodes if n["name"] == name), None)
+            if node is None:
+                raise NotFound(f"node {name} not found")
+            merged = {**(node.get("labels") or {}), **(labels or {})}
+            node["labels"] = {k: v for k, v in merged.items() if v is not None}
+            if taints is not None:
+                node["taints"] = list(taints)
+            self.patches.append((name, dict(labels or {}), taints))
+            return dict(node)
+
+    def list_priority_classes(self) -> list[JSON]:
+        with self._changed:
+            return [self.priority_classes[n] for n in sorted(self.priority_classes)]
+
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         with self._changed:
             return [
@@ -391,11 +422,20 @@ class FakeCluster:
     # ------------------------------------------------------------ what the client adds
 
     def stream_log(
-        self, namespace: str, pod: str, follow: bool = False, tail: int | None = None, previous: bool = False
+        self,
+        namespace: str,
+        pod: str,
+        follow: bool = False,
+        tail: int | None = None,
+        since_seconds: int | None = None,
+        timestamps: bool = False,
+        since_time: float | None = None,
+        previous: bool = False,
     ) -> Iterator[str]:
         """The log as one chunk; with `follow`, then every append until the pod has finished.
 
-        `previous`: the attempt before the last (parts open with the executor's header lines)."""
+        `since_seconds`, `since_time` and `timestamps` read the times `write_log` noted on the fake's
+        clock; `previous`: the attempt before the last (parts open with the executor's header lines)."""
         path = Path(self.pod_log(namespace, pod))
         text = path.read_text() if path.exists() else ""
         if previous:
@@ -403,6 +443,15 @@ class FakeCluster:
             if len(spans) < 2:
                 raise NotFound(f"pod {namespace}/{pod} has no previous attempt")
             text, follow = path.read_bytes()[spans[-2][0] : spans[-2][1]].decode(errors="replace"), False
+        if since_seconds is not None or since_time is not None or timestamps:
+            cutoff = self.clock.now() - since_seconds if since_seconds is not None else float("-inf")
+            cutoff = max(cutoff, since_time) if since_time is not None else cutoff
+            noted = self.line_times.get((namespace, pod), [])
+            text = "".join(
+                (f"{datetime.fromtimestamp(t, UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')} " if timestamps else "") + line
+                for line, t in noted
+                if t >= cutoff
+            )
         if tail is not None and tail >= 0:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[len(lines) - tail :]) if tail else ""
@@ -459,6 +508,9 @@ class FakeCluster:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a") as f:
                 f.write(text)
+            self.line_times.setdefault((namespace, pod), []).extend(
+                (line, self.clock.now()) for line in text.splitlines(keepends=True)
+            )
             self._notify()
             return path
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from caldera.controller.frameworks import env, mpi, paddle, pytorch, ssh, svc, tensorflow
+from caldera.controller.frameworks import env, kubeflow, mpi, paddle, pytorch, ssh, svc, tensorflow
 from caldera.controller.frameworks.patch import PluginError, PodPatch
 from caldera.controller.frameworks.pod import PodRef, pod_name
 from caldera.core.addresses import Addresses
 from caldera.core.objects import Job, TaskSpec
 
 # Plugins that start a training framework: their processes' output must reach the log as it is written.
-FRAMEWORKS = frozenset({"pytorch", "tensorflow", "paddle", "mpi"})
+FRAMEWORKS = frozenset({"pytorch", "tensorflow", "paddle", "mpi", "kubeflow"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,7 @@ def build_registry() -> dict[str, Plugin]:
         "tensorflow": Plugin(tensorflow.render, tensorflow.ports),
         "mpi": Plugin(mpi.render, mpi.ports),
         "paddle": Plugin(paddle.render, paddle.ports),
+        "kubeflow": Plugin(kubeflow.render, kubeflow.ports),
     }
 
 
