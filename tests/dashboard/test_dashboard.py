@@ -84,6 +84,11 @@ def test_every_page_renders_without_console_errors_screenshots(tab: Tab, daemon:
     assert summary.startswith(("3 runs", "4 runs")), summary  # train's two, quick's, huge's if placed
     tab.shot("timeline")
 
+    page.goto(tab.url + "/docs")  # the API's interactive documentation: the description loaded with the session
+    page.wait_for_selector(".opblock-tag", timeout=TIMEOUT_MS)
+    assert page.locator(".opblock").count() > 20
+    tab.shot("docs")
+
 
 def test_a_job_submitted_from_the_cli_appears_live(tab: Tab, daemon: Caldera) -> None:
     tab.log_in("/jobs")

@@ -4,7 +4,7 @@
   GET  /login      POST /login (form: token, next)      POST /logout (form: csrf)
   GET  /static/{version}/...                             CSS, ES modules, icon (cached for good:
                                                          the version is a hash of their contents)
-  GET  /docs       the API's interactive documentation (Swagger UI from the swagger-ui-bundle
+  GET  /docs       the API's interactive documentation (Swagger UI from the swagger-ui-py
                    package, served from /docs/assets/: nothing from another origin)
 A page is a small HTML shell naming its ES module; the module fetches what it shows from the
 API (with the session's CSRF token, see `auth`) and follows changes through the watch API.
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import html
+import importlib.util
 from pathlib import Path
 from urllib.parse import quote
 
-import swagger_ui_bundle  # type: ignore[import-untyped]
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -65,7 +65,17 @@ PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 MODULES = ("api.js", "dom.js", "live.js")  # what every page imports: preloaded with it
-SWAGGER = Path(swagger_ui_bundle.swagger_ui_path)
+
+
+def _swagger_files() -> Path:
+    """Swagger UI's own files, as the swagger-ui-py package ships them (its Python code is not used)."""
+    spec = importlib.util.find_spec("swagger_ui")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the swagger-ui-py package is not installed (make installs it)")
+    return Path(next(iter(spec.submodule_search_locations))) / "static"
+
+
+SWAGGER = _swagger_files()
 # Swagger UI sets style attributes and draws with data: images; nothing else is relaxed.
 DOCS_HEADERS = {
     **PAGE_HEADERS,
@@ -133,6 +143,7 @@ class Dashboard:
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="caldera-csrf" content="{html.escape(self.sessions.csrf(session))}">'
             "<title>API · caldera</title>"
+            f'<link rel="icon" href="/static/{self.version}/icon.svg" type="image/svg+xml">'
             '<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>'
             '<body><div id="swagger-ui"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>'
             f'<script type="module" src="/static/{self.version}/js/docs.js"></script></body></html>'
