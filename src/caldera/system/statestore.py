@@ -77,12 +77,11 @@ class PlaneStore:
         _diff(self._globals, globals_, puts, deletes)
         if puts or deletes or events:
             with self.store.transaction():
-                for ident in deletes:
-                    self.store.delete(*ident)
-                for ident, text in puts:  # after the deletes: a pod that moved between jobs keeps its record
-                    self.store.put(*ident, json.loads(text))
-                for e in events:
-                    self.store.add_event(e.time, e.namespace, e.kind, e.object, e.node, e.reason, e.message)
+                # The deletes first: a pod whose name moved to another job keeps its record.
+                self.store.write([(*ident, text) for ident, text in puts], deletes)
+                self.store.add_events(
+                    [(e.time, e.namespace, e.kind, e.object, e.node, e.reason, e.message) for e in events]
+                )
         for key, want in jobs.items():
             if want:
                 self._jobs[key] = want
