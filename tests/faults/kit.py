@@ -83,9 +83,10 @@ def shims(home: Path) -> dict[str, int]:
         except (OSError, IndexError):
             continue
         words = [a.decode(errors="replace") for a in argv]
-        if state == b"Z" or len(words) < 4 or not words[2].endswith("shim.py") or not words[3].startswith(pods):
+        at = next((i for i, w in enumerate(words[:4]) if w.endswith("/shim.py")), None)  # python -I -S shim.py DIR
+        if state == b"Z" or at is None or len(words) <= at + 1 or not words[at + 1].startswith(pods):
             continue
-        key = words[3][len(pods) :]
+        key = words[at + 1][len(pods) :]
         counts[key] = counts.get(key, 0) + 1
     return counts
 

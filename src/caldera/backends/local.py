@@ -21,7 +21,6 @@ SIGKILL if the group outlives its grace. One executor per home at a time.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import select
@@ -208,7 +207,7 @@ class LocalExecutor:
         try:
             pid = os.posix_spawn(
                 sys.executable,
-                [sys.executable, "-I", shim.__file__, str(where), str(spec.attempt), "--", *spec.argv],
+                [sys.executable, "-I", "-S", shim.__file__, str(where), str(spec.attempt), "--", *spec.argv],
                 {},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, gate_r, 0),
@@ -236,7 +235,7 @@ class LocalExecutor:
             os.close(gate_w)  # EOF at the gate: the shim starts nothing and exits
             os.waitpid(pid, 0)
             raise
-        order = json.dumps({"env": dict(spec.env), "cwd": spec.workdir}).encode()
+        order = shim.encode_order(spec.env, spec.workdir)
         with contextlib.suppress(BrokenPipeError), open(gate_w, "wb") as gate:
             gate.write(order)  # a broken pipe means the shim died: the watcher reports its end
         return _Watch(key=spec.key, pid=pid, attempt=spec.attempt, pidfd=pidfd, pod_dir=where)
