@@ -7,6 +7,7 @@ is at least as new as that version: a client that watches from it misses no late
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,7 +17,7 @@ from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
 from caldera.system.overview import RECENT_EVENTS, allocations, job_table, overview
 from caldera.system.runtime import LocalRuntime
-from caldera.system.timeline import KINDS, pod_timeline
+from caldera.system.timeline import KINDS, Timeline
 from caldera.utils.clock import Clock
 
 T = TypeVar("T")
@@ -36,6 +37,8 @@ class ClusterViews:
         self._store = store
         self._clock = clock
         self._on_loop = on_loop  # runs a read on the control loop and returns its answer
+        self._timeline = Timeline()  # the events folded in so far: each answer reads only the newer ones
+        self._timeline_lock = threading.Lock()
 
     def overview(self) -> JSON:
         def run() -> JSON:
@@ -65,7 +68,8 @@ class ClusterViews:
 
     def timeline(self, namespace: str | None, job: str | None, since: float | None, until: float | None) -> JSON:
         """Read from the store on the caller's thread: the events of a pod change are written with it."""
-        version = self._store.latest()
-        events = self._store.events(namespace, kinds=KINDS)
-        found = pod_timeline(events, namespace=namespace, job=job, since=since, until=until)
+        with self._timeline_lock:
+            version = self._store.latest()
+            self._timeline.add(self._store.events(since=self._timeline.last, kinds=KINDS))
+            found = self._timeline.query(namespace=namespace, job=job, since=since, until=until)
         return {"resourceVersion": version, "time": self._clock.now(), **found}
