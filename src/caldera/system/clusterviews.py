@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from caldera.backends.sqlite_store import SqliteStore
+from caldera.core.resources import PODS
 from caldera.scheduler.shares import queue_shares
 from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
@@ -46,18 +47,30 @@ class ClusterViews:
             plane = self._plane
             shares = queue_shares(plane.state, plane.scheduler.config)
             events = self._store.recent_events(RECENT_EVENTS)
-            view = overview(plane.nodes, plane.pods, plane.jobs, plane.queues, shares, events)
+            state = plane.state
+            allocated = {r: v for r, v in state.as_dict(state.used.sum(axis=1)).items() if r != PODS}
+            view = overview(plane.nodes, plane.pods, plane.jobs, plane.queues, shares, events, allocated)
             return {"resourceVersion": version, "time": self._clock.now(), **view}
 
         return self._on_loop(run)
 
-    def allocations(self) -> JSON:
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
         def run() -> JSON:
             version = self._store.latest()
-            items = allocations(self._plane.nodes, self._plane.pods, self._runtime.gpus.held)
+            plane = self._plane
+            gpus = self._runtime.gpus.holders()
+            items = allocations(plane.nodes, plane.pods, gpus, self._allocated_on, node=node, pods_up_to=pods_up_to)
             return {"resourceVersion": version, "time": self._clock.now(), "items": items}
 
         return self._on_loop(run)
+
+    def _allocated_on(self, node: str) -> dict[str, float]:
+        """What the scheduler counts as allocated on `node` (its pods' requests), the pod count aside."""
+        state = self._plane.state
+        index = state.node_index.get(node)
+        if index is None:
+            return {}
+        return {r: v for r, v in state.as_dict(state.used[:, index]).items() if r != PODS}
 
     def job_table(self) -> JSON:
         def run() -> JSON:

@@ -120,6 +120,10 @@ class GpuBook:
     def held(self, pod: str) -> list[int]:
         return self._held.get(pod, ("", []))[1]
 
+    def holders(self) -> dict[str, tuple[str, list[int]]]:
+        """Every pod holding GPUs: pod key → (its node, the ids)."""
+        return {pod: held for pod, held in self._held.items() if held[1]}
+
 
 class LocalRuntime:
     """The control plane's executor on the embedded cluster."""
