@@ -43,7 +43,7 @@ from caldera.launcher.kv import KV, Cancel, KVError, LeaseNotFound, Unavailable
 from caldera.launcher.local import LocalWorkers
 from caldera.launcher.ports import free_ports
 from caldera.launcher.records import FAILED, SUCCEEDED, Ack, Done, NodeRecord
-from caldera.launcher.rounds import Limits, exhausted, judge
+from caldera.launcher.rounds import DEFAULT_ELASTIC_TIMEOUT, Limits, exhausted, judge
 from caldera.launcher.settings import Settings
 from caldera.launcher.workers import WorkerExit
 from caldera.utils.clock import Clock
@@ -77,7 +77,8 @@ class Agent:
         self.lease = 0
         self.registered = False
         self.prepared = False
-        self._prepare_deadline = now + max(settings.elastic_timeout, 3.0 * settings.ttl)
+        timeout = settings.elastic_timeout if settings.elastic_timeout is not None else DEFAULT_ELASTIC_TIMEOUT
+        self._prepare_deadline = now + max(timeout, 3.0 * settings.ttl)
         self.done: Done | None = None
         self.acked: int | None = None  # the round this registration acknowledged
         self.workers = LocalWorkers(settings, clock, self.log, self.events.put, self.base_env)

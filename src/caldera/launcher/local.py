@@ -70,7 +70,7 @@ class LocalWorkers:
             pids=",".join(str(p) for p in group.pids),
         )
         self.group = group
-        self.spares.refill_later()  # warm again for the next round, once this one is under way
+        self.spares.refill()  # warm again for the next round, at idle priority behind this one
 
     def _failed_to_start(self, n: int, why: str) -> None:
         self.log(f"workers failed ({why})", round=n)
