@@ -45,6 +45,7 @@ from caldera.launcher.ports import free_ports
 from caldera.launcher.records import FAILED, SUCCEEDED, Ack, Done, NodeRecord
 from caldera.launcher.rounds import DEFAULT_ELASTIC_TIMEOUT, Limits, exhausted, judge
 from caldera.launcher.settings import Settings
+from caldera.launcher.spares import SparePool
 from caldera.launcher.workers import WorkerExit
 from caldera.utils.clock import Clock
 
@@ -60,6 +61,7 @@ class Agent:
         clock: Clock,
         log: EventLog | None = None,
         base_env: Mapping[str, str] | None = None,
+        spares: SparePool | None = None,
     ) -> None:
         self.s = settings
         self._connect = connect
@@ -81,7 +83,7 @@ class Agent:
         self._prepare_deadline = now + max(timeout, 3.0 * settings.ttl)
         self.done: Done | None = None
         self.acked: int | None = None  # the round this registration acknowledged
-        self.workers = LocalWorkers(settings, clock, self.log, self.events.put, self.base_env)
+        self.workers = LocalWorkers(settings, clock, self.log, self.events.put, self.base_env, spares)
         self._highest_round = -1  # the highest round number seen
         # timers
         self.dirty = True

@@ -23,6 +23,11 @@ When spares start, and at what priority:
   priority (allowed with CAP_SYS_NICE or RLIMIT_NICE, e.g. as root); where it may not, it
   execs the command afresh (a cold start, never a start stuck behind busy CPUs).
 
+The cyclic garbage collector is off while a spare imports (it would walk the growing heap of
+module objects again and again: about a tenth of the import's CPU for torch), and what was
+imported is then frozen out of its reach (`gc.freeze`), so the script's collections do not
+walk it either.
+
 What a user could notice: the preloaded modules were imported before the round's variables
 were set (torch reads MASTER_ADDR and the rank at `init_process_group`, not at import), and
 stdin is /dev/null either way. `--preload none` turns spares off. A spare is a worker
@@ -49,7 +54,7 @@ DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.opt
 # Runs in the spare: import (on an idle-priority thread when asked), wait for the round, become the
 # worker. No caldera import: it must work with any interpreter that can run the user's script.
 ZYGOTE = """\
-import json, os, runpy, sys, threading
+import gc, json, os, runpy, sys, threading
 names, idle = json.loads(sys.argv[1]), sys.argv[2] == "idle"
 lock, wanted = threading.Lock(), []
 def preload():
@@ -59,11 +64,14 @@ def preload():
                 os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             except (AttributeError, OSError):
                 pass
+    gc.disable()
     for name in names:
         try:
             __import__(name)
         except Exception:
             pass
+    gc.freeze()
+    gc.enable()
 loader = threading.Thread(target=preload, name="caldera-preload", daemon=True)
 loader.start()
 line = sys.stdin.readline()
@@ -91,6 +99,11 @@ else:
     sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
     runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+
+def spare_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment spares start with (the round's replaces it): the node's, one intra-op thread by default."""
+    return {"OMP_NUM_THREADS": "1", **base_env}
 
 
 def warm_form(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
