@@ -20,10 +20,11 @@ import click
 
 from caldera.cli.render import print_summary, print_timeline
 from caldera.cli.simulate_compare import compare
-from caldera.cli.simulate_options import inputs_from, warn_count, workload_options
+from caldera.cli.simulate_options import costs_option, inputs_from, warn_count, workload_options
 from caldera.scheduler.config import default_config, parse_config
 from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.compare import load_policy
+from caldera.sim.costs import Costs
 from caldera.sim.engine import Simulation
 from caldera.sim.inputs import read_text
 from caldera.sim.report import build
@@ -33,11 +34,14 @@ TIMELINE_MAX_JOBS = 200  # above this a per-job table is a wall of text: the sum
 
 @click.group(invoke_without_command=True, subcommand_metavar="[compare ...]")
 @workload_options
+@costs_option
 @click.option("--scheduler-config", "config_path", type=click.Path(dir_okay=False), help="Volcano scheduler conf")
 @click.option("--policy", "policy", help="a shipped policy by name (instead of --scheduler-config)")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.pass_context
-def simulate(ctx: click.Context, /, config_path: str | None, policy: str | None, output: str, **options: Any) -> None:
+def simulate(
+    ctx: click.Context, /, config_path: str | None, policy: str | None, output: str, costs: Costs, **options: Any
+) -> None:
     """Replay a workload (or a trace) on a cluster on a virtual clock and report what happened."""
     if ctx.invoked_subcommand is not None:
         return  # `simulate compare ...`: its own options say everything
@@ -52,7 +56,7 @@ def simulate(ctx: click.Context, /, config_path: str | None, policy: str | None,
     else:
         config = parse_config(read_text(config_path), config_path) if config_path else default_config()
     inputs = inputs_from(options)
-    sim = Simulation(inputs.cluster, inputs.workload, Scheduler(config), until=options["until"])
+    sim = Simulation(inputs.cluster, inputs.workload, Scheduler(config), until=options["until"], costs=costs)
     sim.run()
     report = build(sim)
     if output == "json":

@@ -14,6 +14,7 @@ from pathlib import Path
 from caldera import __version__
 from caldera.core.resources import GPU
 from caldera.sim.compare import PolicyRun
+from caldera.sim.costs import FREE, Costs
 from caldera.sim.metrics import SIZE_CLASSES
 from caldera.sim.plots import FILES
 from caldera.sim.sources import Inputs
@@ -28,6 +29,7 @@ class RunInfo:
     seed: int
     until: float | None = None
     command: str = ""
+    costs: Costs = FREE
 
 
 def _unit(values: Sequence[float | None]) -> tuple[float, str]:
@@ -62,6 +64,7 @@ def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
         "preemptions",
         "lost GPU-h",
         "idle GPU-h",
+        "overhead GPU-h",
         "CPU ms/cycle",
     ]
     rows = []
@@ -78,6 +81,7 @@ def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
                 str(r.preemptions),
                 _num(r.lost_gpu_hours, digits=1),
                 _num(r.idle_gpu_hours, digits=1),
+                _num(r.overhead_gpu_hours, digits=1),
                 _num(r.cpu_ms_per_cycle, digits=2),
             ]
         )
@@ -121,6 +125,7 @@ def describe(info: RunInfo) -> list[str]:
             else f" ({len(i.cluster.nodes):,} nodes, {i.total_gpus:,.0f} GPUs)"
         ),
         f"- policies: {', '.join(info.policies)}",
+        f"- {info.costs.words()}",
         f"- caldera {__version__}",
     ]
     if info.until is not None:
@@ -167,6 +172,12 @@ def results_json(runs: Sequence[PolicyRun], info: RunInfo) -> str:
         "clusterGpus": info.inputs.total_gpus,
         "workGpuHours": round(work_gpu_hours(info.inputs), 6),
         "meanRunTime": mean_run_time(info.inputs),
+        "costs": {
+            "startLatency": info.costs.start_latency,
+            "resume": info.costs.resume,
+            "preempt": info.costs.preempt,
+            "spread": info.costs.spread,
+        },
         "policies": [r.numbers() for r in runs],
     }
     return json.dumps(doc, indent=1)

@@ -50,6 +50,7 @@ class JobRecord:
     preemptions: int = 0
     lost_gpu_seconds: float = 0.0
     idle_gpu_seconds: float = 0.0  # GPUs its pods held while its gang was below minAvailable
+    overhead_gpu_seconds: float = 0.0  # GPUs held through start-up delays and lost to spread placement
 
     @property
     def jct(self) -> float | None:
