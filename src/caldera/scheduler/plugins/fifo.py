@@ -8,16 +8,50 @@ rank order across jobs (index 0 of each job, then index 1, ...) is that
 interleaving made deterministic. With no gang plugin, allocate places one pod
 per turn, so this is kube-scheduler's order (priority, then arrival) when
 `priority` comes before it.
+
+`fifo.requeue: true` (the `kube-default` policy) is kube-scheduler's handling
+of a pod that does not fit: it is set aside in the unschedulable queue and,
+when the cluster changes, goes back into the active queue stamped with the time
+it went back, behind the pods that arrived meanwhile (PrioritySort compares
+queue timestamps). So a job whose pod could not be placed goes, from then on,
+by the time of that failure instead of its creation: later jobs' pods are
+placed first, which backfills and lets two partial gangs each hold what the
+other needs. The times are kept on the cluster state from cycle to cycle.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import cast
+
 from caldera.scheduler.framework import Plugin
+from caldera.scheduler.session import Session
 from caldera.scheduler.state import READY, JobInfo
+
+_REQUEUED = "fifo.requeued"
 
 
 class FIFO(Plugin):
     name = "fifo"
 
+    def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
+        super().__init__(ssn, args)
+        self.requeue = self.settings(lambda p: p.arg_bool("fifo.requeue", False))
+        self._requeued: dict[str, float] = {}
+        if self.requeue:
+            found = ssn.state.derived.get(_REQUEUED)
+            if found is None or not isinstance(found[1], dict):
+                found = ssn.state.derived[_REQUEUED] = ((), {})
+            self._requeued = cast(dict[str, float], found[1])
+
     def job_order(self, job: JobInfo) -> tuple[object, ...]:
-        return (job.creation, job.count(READY))
+        return (self._requeued.get(job.key, job.creation), job.count(READY))
+
+    def on_session_close(self) -> None:
+        if not self.requeue:
+            return
+        now = self.ssn.now
+        for key in self.ssn.unschedulable:
+            self._requeued[key] = now
+        for key in [k for k in self._requeued if k not in self.ssn.state.jobs]:
+            del self._requeued[key]  # the job is gone
