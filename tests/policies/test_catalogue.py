@@ -54,7 +54,7 @@ def test_a_missing_file_is_a_validation_error(tmp_path: Path) -> None:
         ("volcano-default", ("enqueue", "allocate", "backfill"), {"sla", "las"}),
         ("kube-default", ("allocate", "backfill"), {"gang", "proportion", "binpack"}),
         ("gang-fifo-backfill", ("allocate", "backfill"), {"proportion", "las", "sla"}),
-        ("caldera-default", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"srtf", "sla", "drf"}),
+        ("caldera-default", ("allocate", "preempt", "reclaim", "backfill"), {"srtf", "sla", "drf"}),
         ("las", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "drf"}),
         ("srtf", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "las"}),
         ("srtf-gpu", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "las"}),

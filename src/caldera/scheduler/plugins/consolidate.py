@@ -3,11 +3,11 @@
 binpack alone fills the fullest nodes first, which for a gang of one-GPU pods
 means the holes: a 4-pod gang lands on four nodes with one free GPU each. For a
 task of a job with more than one pod, this plugin scores a node
-100 × `consolidate.weight` × (1 if the job already has a pod placed there, else
-the part of the job's still unplaced GPUs the node's idle GPUs would hold,
-capped at 1): the first pod goes to a node that holds the whole rest of the
-gang (binpack breaks the tie towards the fullest of those), the others follow
-it while it has room. Tiresias and Gandiva measured the cost of spreading;
+100 × `consolidate.weight` (default 3) × (1 if the job already has a pod placed
+there, else half the part of the job's still unplaced GPUs the node's idle GPUs
+would hold, capped at 1/2): the first pod goes to a node that holds the whole
+rest of the gang (binpack breaks the tie towards the fullest of those), the
+others follow it while it has room. Tiresias and Gandiva measured the cost of spreading;
 the simulator's `spread` cost models it.
 """
 
@@ -23,6 +23,7 @@ from caldera.scheduler.session import Session
 from caldera.scheduler.state import OCCUPYING, TaskInfo, TaskStatus
 
 MAX_SCORE = 100.0
+DEFAULT_WEIGHT = 3.0  # against binpack's 1: a node the gang is on, or that holds it all, beats a full hole
 
 
 class Consolidate(Plugin):
@@ -30,7 +31,7 @@ class Consolidate(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.weight = self.settings(lambda p: p.arg_float("consolidate.weight", 1.0))
+        self.weight = self.settings(lambda p: p.arg_float("consolidate.weight", DEFAULT_WEIGHT))
         self._gpu = ssn.state.dim.get(GPU)
 
     def node_order(self, task: TaskInfo, nodes: Indices) -> Scores | None:
@@ -45,6 +46,6 @@ class Consolidate(Plugin):
             elif t.status is TaskStatus.PENDING:
                 rest += float(t.req[d])
         idle = self.ssn.free(False)[d, nodes]
-        fit = np.minimum(idle / rest, 1.0) if rest > 0 else np.ones(len(nodes))
+        fit = 0.5 * (np.minimum(idle / rest, 1.0) if rest > 0 else np.ones(len(nodes)))
         scores: Scores = np.where(here[nodes], 1.0, fit) * MAX_SCORE * self.weight
         return scores
