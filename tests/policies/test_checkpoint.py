@@ -76,6 +76,7 @@ def test_a_gang_loses_its_work_on_every_gpu() -> None:
         "lostGpuSeconds": 200.0,
         "idleGpuSeconds": 0.0,
         "overheadGpuSeconds": 0.0,
+        "runSeconds": 1050.0,  # up 0-250 and again for the 800 s left after its checkpoint
     }
 
 

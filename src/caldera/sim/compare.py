@@ -170,6 +170,7 @@ def records(c: Collected, accounting: Mapping[str, Mapping[str, Any]] | None = N
                 float(extra.get("lostGpuSeconds", 0.0) or 0.0),
                 float(extra.get("idleGpuSeconds", 0.0) or 0.0),
                 float(extra.get("overheadGpuSeconds", 0.0) or 0.0),
+                float(extra["runSeconds"]) if "runSeconds" in extra else None,
             )
         )
     return out

@@ -66,6 +66,7 @@ class WorkReport:
     lost_gpu_seconds: float = 0.0  # progress thrown away by stops (back to the last checkpoint) × GPUs
     idle_gpu_seconds: float = 0.0  # GPUs held by running pods while the gang was below minAvailable
     overhead_gpu_seconds: float = 0.0  # GPUs held through start-up delays and lost to spread placement
+    run_seconds: float = 0.0  # wall time its gang was up (start-up delays included), over all its runs
 
     def to_dict(self) -> dict[str, float | int]:
         """The extra fields of a job row in the simulation report."""
@@ -74,6 +75,7 @@ class WorkReport:
             "lostGpuSeconds": round(self.lost_gpu_seconds, 6),
             "idleGpuSeconds": round(self.idle_gpu_seconds, 6),
             "overheadGpuSeconds": round(self.overhead_gpu_seconds, 6),
+            "runSeconds": round(self.run_seconds, 6),
         }
 
 
@@ -96,6 +98,8 @@ class JobWork:
     up_gpus: float = 0.0  # GPUs of the slots running when the gang came up
     up_from: float = 0.0  # when the current up period began (up_since minus its delay)
     overhead: float = 0.0  # GPU-seconds of delays and slowdown, of up periods already over
+    ran: float = 0.0  # wall seconds of up periods already over
+    done_at: float | None = None  # when its last running slot ended by itself (its work done)
 
     def progress(self, now: float) -> float:
         if self.up_since is None or now <= self.up_since:
@@ -104,7 +108,9 @@ class JobWork:
 
     def report(self, now: float) -> WorkReport:
         idle = self.idle + (self.held_gpus * (now - self.last) if self.up_since is None else 0.0)
-        return WorkReport(self.preemptions, self.lost, idle, self.overhead + self._overhead_now(now))
+        up = now - self.up_from if self.up_since is not None and self.done_at is None else 0.0
+        overhead = self.overhead + (self._overhead_now(now) if self.done_at is None else 0.0)
+        return WorkReport(self.preemptions, self.lost, idle, overhead, self.ran + up)
 
     def _overhead_now(self, now: float) -> float:
         """GPU-seconds of the current up period not turned into progress (its delay, its slowdown)."""
@@ -177,6 +183,7 @@ class Progress:
         job.up -= 1
         if job.up_since is not None and job.up < job.min_available:
             job.overhead += job._overhead_now(now)
+            job.ran += now - job.up_from
             job.clock = job.progress(now)
             job.up_since, job.down_at = None, now
 
@@ -188,9 +195,10 @@ class Progress:
         self._account_idle(job, now)
         self._leave(job, slot, now, keep=self._done(job, slot, now))
         slot.ended = True
-        if job.up_since is not None and job.held_gpus <= _EPS:  # the job's work is done: its overhead is final
+        if job.up_since is not None and job.held_gpus <= _EPS:  # the job's work is done: its times are final
             job.overhead += job._overhead_now(now)
-            job.up_gpus = 0.0
+            job.ran += now - job.up_from
+            job.done_at = now
 
     def preempted(self, job_key: str, now: float) -> None:
         """The scheduler evicted pods of the job now (one preemption however many pods)."""
@@ -255,7 +263,7 @@ class Progress:
     def _gang_up(self, job: JobWork, now: float) -> list[tuple[str, float]]:
         same_instant = job.down_at == now  # down and up again at once: ends already timed still hold
         running = [s for s in job.slots.values() if s.running]
-        job.up_from, job.up_gpus = now, sum(s.gpus for s in running)
+        job.up_from, job.up_gpus, job.done_at = now, sum(s.gpus for s in running), None
         if same_instant:
             job.up_since = now  # the same speed, no start-up: the pods that were up went on training
         else:
