@@ -1,7 +1,8 @@
 """The comparison as text: one table (for the terminal and for report.md), report.md and results.json.
 
-Times are shown in one unit per column (seconds, minutes or hours, whichever
-suits the column's largest value), so the rows of a column compare at a glance.
+Times are in hours in every column and every run, so tables of different runs
+compare at a glance (two decimals; three significant digits under 0.1 h, so a
+workload of seconds still shows its numbers).
 """
 
 from __future__ import annotations
@@ -32,15 +33,22 @@ class RunInfo:
     costs: Costs = FREE
 
 
+HOUR = 3600.0
+
+
 def _unit(values: Sequence[float | None]) -> tuple[float, str]:
-    top = max((v for v in values if v is not None), default=0.0)
-    if top >= 3 * 3600:
-        return 3600.0, "h"
-    return (60.0, "min") if top >= 180 else (1.0, "s")
+    """The unit of a time column: hours, whatever the values (fixed across runs)."""
+    del values
+    return HOUR, "h"
 
 
 def _num(v: float | None, scale: float = 1.0, digits: int = 2) -> str:
-    return "-" if v is None else f"{v / scale:,.{digits}f}"
+    if v is None:
+        return "-"
+    x = v / scale
+    if scale == HOUR and 0 < abs(x) < 0.1:
+        return f"{x:.3g}"  # seconds-long runs keep their digits in hours
+    return f"{x:,.{digits}f}"
 
 
 def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
