@@ -20,6 +20,9 @@ _names = itertools.count()
 def plane() -> ControlPlane:
     with running_cluster() as plane:
         install_caldera_crds(plane)
+        # What the controller creates when it starts (none runs here): the queue jobs go to by default.
+        queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"}}
+        plane.kube.create("/apis/scheduling.volcano.sh/v1beta1/queues", {**queue, "spec": {"weight": 1}})
         yield plane
 
 

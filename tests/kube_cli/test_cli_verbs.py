@@ -58,23 +58,29 @@ def job_manifest(name: str, namespace: str, *, workers: int = 2, gpus: int = 1, 
 
 
 def job_pod(job: JSON, index: int, node: str) -> JSON:
-    """A pod of `job` as the controller makes them (Volcano's name and labels), created already bound to `node`."""
-    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    """A pod of the stored `job` as the controller makes them (Volcano's name, labels and owner), created bound to `node`."""
+    meta = job["metadata"]
     template = job["spec"]["tasks"][0]["template"]["spec"]
-    labels = {"volcano.sh/job-name": name, "volcano.sh/task-spec": "worker", "volcano.sh/task-index": str(index)}
+    labels = {
+        "volcano.sh/job-name": meta["name"],
+        "volcano.sh/task-spec": "worker",
+        "volcano.sh/task-index": str(index),
+    }
+    owner = {"apiVersion": JOB_API, "kind": "Job", "name": meta["name"], "uid": meta["uid"], "controller": True}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"{name}-worker-{index}", "namespace": namespace, "labels": labels},
+        "metadata": {"name": f"{meta['name']}-worker-{index}", "labels": labels, "ownerReferences": [owner]},
         "spec": {**template, "nodeName": node, "restartPolicy": "Never"},
     }
 
 
 def running_pods(plane, job: JSON, nodes: list[str]) -> None:
     namespace = job["metadata"]["namespace"]
+    stored = plane.kube.get(resource_path(JOB_API, "jobs", namespace=namespace, name=job["metadata"]["name"]))
     pods = resource_path("v1", "pods", namespace=namespace)
     for i in range(job["spec"]["tasks"][0]["replicas"]):
-        plane.kube.create(pods, job_pod(job, i, nodes[i % len(nodes)]))
+        plane.kube.create(pods, job_pod(stored, i, nodes[i % len(nodes)]))
 
     def all_running() -> bool:
         found = plane.kube.list(pods, label_selector=f"volcano.sh/job-name={job['metadata']['name']}")["items"]
@@ -117,7 +123,7 @@ def test_apply_list_get_describe_delete(plane, namespace, nodes, run, tmp_path):
     running_pods(plane, job, nodes)
     got = run("get", "train", "-n", namespace)
     assert got.exit_code == 0, got.output
-    assert "Phase:          Pending" in got.stdout
+    assert [line.split() for line in got.stdout.splitlines() if line.startswith("Phase:")] == [["Phase:", "Pending"]]
     pods = [line.split() for line in got.stdout.splitlines() if line.startswith(("0 ", "1 "))]
     assert [(p[1], p[2], p[3]) for p in pods] == [
         ("train-worker-0", "worker", "Running"),
@@ -191,15 +197,18 @@ def test_logs_of_a_kwok_pod_say_there_are_none(plane, namespace, nodes, run, tmp
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.output
 
 
-def test_top_node_and_top_job(plane, namespace, nodes, run, tmp_path):
+def test_top_node_and_top_job(plane, namespace, run, tmp_path):
+    nodes = ["top-gpu-0", "top-gpu-1"]  # its own: what other tests' pods hold does not count here
+    add_nodes(plane, [FakeNode(n, cpu="8", memory="32Gi", gpus=4) for n in nodes])
     job = job_manifest("gpus", namespace, workers=2, gpus=2)
     assert run("apply", "-f", write(tmp_path, job)).exit_code == 0
     running_pods(plane, job, nodes)
     top = run("top", "node")
     assert top.exit_code == 0, top.output
-    rows = {line.split()[0]: line.split() for line in top.stdout.splitlines()[1:] if line.startswith("cli-gpu-")}
+    rows = {line.split()[0]: line.split() for line in top.stdout.splitlines()[1:] if line.startswith("top-gpu-")}
     assert set(rows) == set(nodes)
-    assert all(r[3] == "2/4" for r in rows.values()), rows  # each node holds one pod of 2 GPUs
+    # NAME, CPU "1/8 (12%)", MEMORY "2Gi/32Gi (6%)", GPU, PODS: each node holds one pod of 2 GPUs.
+    assert all(r[1:] == ["1/8", "(12%)", "2Gi/32Gi", "(6%)", "2/4", "1"] for r in rows.values()), rows
     nodes_json = json.loads(run("top", "node", "-o", "json").stdout)["items"]
     mine = {n["name"]: n for n in nodes_json if n["name"] in nodes}
     assert {n["allocated"]["nvidia.com/gpu"] for n in mine.values()} == {"2"}
@@ -248,7 +257,9 @@ def test_queues(plane, namespace, run, tmp_path):
     assert run("queue", "create", "research").exit_code == 2
     listed = run("queue", "list")
     assert listed.exit_code == 0
-    assert ["research", "-", "2", "True", "nvidia.com/gpu=4"] in [line.split() for line in listed.stdout.splitlines()]
+    assert ["research", "Open", "2", "True", "nvidia.com/gpu=4"] in [
+        line.split() for line in listed.stdout.splitlines()
+    ]
     assert (
         run("queue", "update", "research", "--weight", "3").stdout
         == "queue.scheduling.volcano.sh/research configured\n"

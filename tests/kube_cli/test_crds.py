@@ -178,7 +178,7 @@ INVALID = {
     ),
     "pod names over 63 characters": (
         _with(lambda j: _task(j, name="w" * 55)),
-        "<nil>",
+        "spec.tasks",
         "longer than 63 characters",
     ),
     "job name not a DNS label": (
@@ -201,7 +201,7 @@ def test_what_the_webhook_refuses_the_api_server_refuses_naming_the_field(plane,
         plane.kube.create(jobs(namespace), manifest)
     assert refused.value.code == 422, refused.value
     causes = refused.value.details.get("causes") or []
-    named = [c for c in causes if c.get("field", "<nil>") == path]
+    named = [c for c in causes if (c.get("field") or "<nil>") == path]
     assert named, f"no cause at {path}: {causes}"
     assert any(rule in c.get("message", "") for c in named), causes
 

@@ -210,11 +210,11 @@ class KubeCluster:
 
     def list_queues(self) -> list[JSON]:
         queues = self._list(resource_path(o.SCHEDULING_API, "queues"))
-        return sorted(queues, key=lambda q: str(q["metadata"]["name"]))
+        return sorted((_queue_shown(q) for q in queues), key=lambda q: str(q["metadata"]["name"]))
 
     def get_queue(self, name: str) -> JSON:
         with _errors(f"queue {name}"):
-            return self.kube.get(resource_path(o.SCHEDULING_API, "queues", name=name))
+            return _queue_shown(self.kube.get(resource_path(o.SCHEDULING_API, "queues", name=name)))
 
     def list_nodes(self) -> list[JSON]:
         nodes = sorted(self._list(resource_path("v1", "nodes")), key=lambda n: str(n["metadata"]["name"]))
@@ -439,6 +439,12 @@ def _shown(obj: JSON) -> JSON:
     )
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     return {**obj, "status": {**(obj.get("status") or {}), "exitCode": exit_code, "restartCount": restarts}}
+
+
+def _queue_shown(queue: JSON) -> JSON:
+    """A queue whose controller has not written its state yet is Open (as caldera and Volcano read it)."""
+    status = queue.get("status") or {}
+    return queue if status.get("state") else {**queue, "status": {**status, "state": o.QUEUE_OPEN}}
 
 
 def _daemon_only(what: str) -> CalderaError:

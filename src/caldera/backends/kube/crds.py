@@ -141,10 +141,10 @@ def _policies() -> JSON:
     targeted, job_wide = _cel_list(TARGETED_ACTIONS), _cel_list(JOB_SCOPED_EVENTS)
     policy = _obj(
         {
-            "event": _str(enum=list(USER_EVENTS)),
-            "events": {**_strings(enum=list(USER_EVENTS)), "maxItems": len(USER_EVENTS)},
+            "event": _str(enum=list(USER_EVENTS), maxLength=32),
+            "events": {**_strings(enum=list(USER_EVENTS), maxLength=32), "maxItems": len(USER_EVENTS)},
             "exitCode": _int(),
-            "action": _str(enum=list(USER_ACTIONS)),
+            "action": _str(enum=list(USER_ACTIONS), maxLength=32),
             "timeout": _str(pattern=DURATION, maxLength=64),
         },
         required=("action",),
@@ -240,7 +240,7 @@ def _job_spec() -> JSON:
             "minSuccess": _int(1),
             "tasks": {"type": "array", "minItems": 1, "maxItems": MAX_TASKS, "items": _task()},
             "policies": _policies(),
-            "plugins": _map({**_strings(maxLength=256), "maxItems": 32}),
+            "plugins": {**_map({**_strings(maxLength=256), "maxItems": 32}), "maxProperties": 16},
             "queue": _str(default="default", minLength=1, maxLength=253, pattern=DNS_SUBDOMAIN),
             "maxRetry": _int(0, default=3),
             "ttlSecondsAfterFinished": _int(0),
@@ -334,7 +334,7 @@ def job_crd() -> JSON:
                 f"self.metadata.name.matches('{DNS_LABEL}') && size(self.metadata.name) <= 63",
                 "a job's name must be a DNS-1123 label of at most 63 characters (its pods' host names start with it)",
             ),
-            (_job_names(), "a pod name <job>-<task>-<index> would be longer than 63 characters"),
+            (_job_names(), "a pod name <job>-<task>-<index> would be longer than 63 characters", ".spec.tasks"),
         ),
     )
     columns = [
@@ -396,11 +396,11 @@ def podgroup_crd() -> JSON:
 def queue_crd() -> JSON:
     spec = _obj(
         {
-            "weight": _int(1, maximum=MAX_QUEUE_WEIGHT),
+            "weight": _int(1, maximum=MAX_QUEUE_WEIGHT, default=1),  # Volcano's webhook's defaults
             "capability": _resources(),
             "deserved": _resources(),
             "guarantee": _obj({"resource": _resources()}),
-            "reclaimable": {"type": "boolean"},
+            "reclaimable": {"type": "boolean", "default": True},
             "parent": _str(),
             "priority": _int(),
             "type": _str(),
