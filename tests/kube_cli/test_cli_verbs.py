@@ -180,8 +180,12 @@ def test_submit_and_volcano_examples(plane, namespace, run, tmp_path):
     for example in ("volcano/mpi-example.yaml", "volcano/tf-dist-mnist-example.yaml", "ctr-volcano.yaml"):
         applied = run("apply", "-n", namespace, "-f", str(FIXTURES / example))
         assert applied.exit_code == 0, applied.output
-    names = {line.split()[0] for line in run("list", "-n", namespace).stdout.splitlines()[1:]}
-    assert names == {"ddp", "lm-mpi-job", "tensorflow-dist-mnist", "ctr-volcano"}
+    tfjob = run("apply", "-n", namespace, "-f", str(FIXTURES / "kubeflow-tfjob-seed.yaml"))
+    assert tfjob.exit_code == 0 and tfjob.stdout == "tfjob.kubeflow.org/mnist-train created\n", tfjob.output
+    rows = {line.split()[0]: line.split()[1] for line in run("list", "-n", namespace).stdout.splitlines()[1:]}
+    assert rows == {"ddp": "PyTorchJob", "lm-mpi-job": "-", "tensorflow-dist-mnist": "-", "ctr-volcano": "-",
+                    "mnist-train": "TFJob"}  # fmt: skip
+    assert run("get", "tfjob/mnist-train", "-n", namespace).exit_code == 0
 
 
 def test_logs_of_a_kwok_pod_say_there_are_none(plane, namespace, nodes, run, tmp_path):
@@ -312,3 +316,29 @@ def test_a_resource_the_cluster_does_not_serve_says_how_to_install_caldera(plane
     with pytest.raises(CalderaError) as missing:
         kube._list(resource_path("nothing.example.com/v1", "things"))
     assert "caldera kube manifests | kubectl apply --server-side -f -" in str(missing.value)
+
+
+def test_wait_reads_the_phase_the_controller_writes_and_watch_follows(plane, namespace, run, tmp_path):
+    from caldera.client.kube import KubeCluster
+
+    assert run("apply", "-f", write(tmp_path, job_manifest("watched", namespace))).exit_code == 0
+    timed_out = run("wait", "watched", "-n", namespace, "--for", "Running", "--timeout", "0.5")
+    assert timed_out.exit_code == 1 and "(it is Pending)" in timed_out.stderr
+    path = resource_path(JOB_API, "jobs", namespace=namespace, name="watched")
+    stored = plane.kube.get(path)
+    state = {"phase": "Running", "reason": "", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    plane.kube.replace(f"{path}/status", {**stored, "status": {"state": state, "running": 2}})
+    done = run("wait", "watched", "-n", namespace, "--for", "Running", "--timeout", "30")
+    assert done.exit_code == 0 and done.stdout == f"job {namespace}/watched is Running\n", done.output
+
+    events = KubeCluster(plane.kube).watch(("Job",), namespace, timeout=30)
+    first = next(events)
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "watched")
+    end = next(events)
+    assert end["type"] == "BOOKMARK" and end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"] == "true"
+    plane.kube.patch(path, {"metadata": {"labels": {"seen": "yes"}}})
+    change = next(e for e in events if e["type"] != "BOOKMARK")
+    assert change["type"] == "MODIFIED" and change["object"]["metadata"]["labels"] == {"seen": "yes"}
+    events.close()
+    with pytest.raises(CalderaError, match="one kind is watched at a time"):
+        next(KubeCluster(plane.kube).watch(("Job", "Pod"), namespace))

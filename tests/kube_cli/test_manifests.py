@@ -26,7 +26,9 @@ def manifests(*args: str) -> str:
 
 
 def can(plane, namespace: str, verb: str, resource: str, where: str | None = None) -> bool:
+    resource, _, sub = resource.partition("/")
     args = ["auth", "can-i", verb, resource, f"--as=system:serviceaccount:{namespace}:caldera"]
+    args += [f"--subresource={sub}"] if sub else []
     args += ["-n", where] if where else ["--all-namespaces"]
     return plane.kubectl(*args).stdout.strip() == "yes"
 
