@@ -242,7 +242,7 @@ def test_job_status_is_a_subresource_in_volcanos_shape(plane, namespace):
         "retryCount": 1,
         "taskStatusCount": {"mpiworker": {"phase": {"Running": 2}}},
         "conditions": [{"status": "Running", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-        "startTime": "2026-01-01T00:00:00Z",
+        "controlledResources": {"caldera.dev/start-time": "2026-01-01T00:00:00Z"},
     }
     plane.kube.replace(f"{jobs(namespace)}/lm-mpi-job/status", {**made, "status": status})
     assert plane.kube.get(f"{jobs(namespace)}/lm-mpi-job")["status"] == status

@@ -15,7 +15,11 @@ def test_job_summary_reads_volcanos_status_and_orders_pods_by_task_then_index():
     job = {
         "metadata": {"name": "j", "namespace": "ns", "labels": {"volcano.sh/job-type": "TFJob"}},
         "spec": {"tasks": [{"name": "ps", "replicas": 1}, {"name": "worker", "replicas": 2, "minAvailable": 1}]},
-        "status": {"state": {"phase": "Running", "reason": "", "message": ""}, "retryCount": 2},
+        "status": {
+            "state": {"phase": "Running", "reason": "", "message": ""},
+            "retryCount": 2,
+            "controlledResources": {"caldera.dev/start-time": "2026-01-01T00:00:00Z"},
+        },
     }
     pods = [pod("j-worker-1", index=1), pod("j-worker-0"), pod("j-ps-0", task="ps")]
     s = job_summary(job, pods, None)
@@ -27,7 +31,7 @@ def test_job_summary_reads_volcanos_status_and_orders_pods_by_task_then_index():
         "default",
         "TFJob",
     )
-    assert s["waiting"] is None
+    assert (s["waiting"], s["startTime"], s["completionTime"]) == (None, "2026-01-01T00:00:00Z", None)
     fresh = job_summary({"metadata": {"name": "n"}, "spec": {"tasks": [{"name": "w", "replicas": 3}]}}, [], None)
     assert (fresh["phase"], fresh["namespace"], fresh["minAvailable"]) == ("Pending", "default", 3)
     assert min_available({"spec": {"minAvailable": 5, "tasks": []}}) == 5

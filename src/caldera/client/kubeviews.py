@@ -19,6 +19,10 @@ from caldera.core.resources import GPU, add, format_resource_list, parse_resourc
 
 JSON = dict[str, Any]
 FINISHED_POD_PHASES = ("Succeeded", "Failed")
+# Where caldera's controller writes a job's start and completion times: Volcano's JobStatus has no field
+# for them, but a string map (`controlledResources`) that Volcano's own CRD keeps too.
+START_TIME = "caldera.dev/start-time"
+COMPLETION_TIME = "caldera.dev/completion-time"
 
 
 def _meta(obj: Mapping[str, Any]) -> JSON:
@@ -95,6 +99,7 @@ def job_summary(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], podgr
     """The summary `get`, `list` and `top job` print: see `caldera.system.api`."""
     meta, spec, status = _meta(job), job.get("spec") or {}, job.get("status") or {}
     state = status.get("state") or {}
+    times = status.get("controlledResources") or {}
     order = {str(t.get("name")): i for i, t in enumerate(spec.get("tasks") or [])}
     summaries = sorted(
         (pod_summary(p) for p in pods), key=lambda p: (order.get(str(p["task"]), 99), p["index"], str(p["name"]))
@@ -112,8 +117,8 @@ def job_summary(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], podgr
         "retryCount": _int(status.get("retryCount")),
         "minAvailable": min_available(job),
         "creationTimestamp": meta.get("creationTimestamp"),
-        "startTime": status.get("startTime"),
-        "completionTime": status.get("completionTime"),
+        "startTime": times.get(START_TIME) or status.get("startTime"),
+        "completionTime": times.get(COMPLETION_TIME) or status.get("completionTime"),
         "reason": state.get("reason") or "",
         "message": state.get("message") or "",
         "waiting": waiting(podgroup),

@@ -299,16 +299,14 @@ def _job_status() -> JSON:
             "version": _int(0),
             "retryCount": _int(0),
             "runningDuration": _str(),
+            # caldera's controller keeps its start and completion times here (caldera.dev/start-time, ...):
+            # a string map Volcano's own CRD has too, so its status fits either.
             "controlledResources": _map(_str()),
             "taskStatusCount": _map(_obj({"phase": _map(_int())})),
             "conditions": {
                 "type": "array",
                 "items": _obj({"status": _str(), "lastTransitionTime": _time()}, required=("status",)),
             },
-            # caldera's additions (optional: Volcano's controller never writes them).
-            "startTime": _time(),
-            "completionTime": _time(),
-            "podRetries": _map(_int(0)),
         }
     )
 

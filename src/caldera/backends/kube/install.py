@@ -47,6 +47,7 @@ CONTROLLER_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
     ((BATCH,), ("jobs",), ("get", "list", "watch", "update", "patch")),
     ((BATCH,), ("jobs/status",), ("get", "update", "patch")),
     ((SCHEDULING,), ("podgroups",), ("create", "delete", "get", "list", "watch", "update", "patch")),
+    ((SCHEDULING,), ("podgroups/status",), ("get", "update", "patch")),
     ((SCHEDULING,), ("queues",), ("create", "get", "list", "watch", "update", "patch")),
     ((SCHEDULING,), ("queues/status",), ("get", "update", "patch")),
     ((BUS,), ("commands",), ("get", "list", "watch", "delete")),
