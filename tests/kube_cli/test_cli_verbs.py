@@ -306,6 +306,9 @@ def test_the_environment_names_the_cluster_and_errors_are_one_line(plane, namesp
     assert bad.code == 2 and str(broken) in bad.stderr and bad.stderr.count("\n") == 1
     explain = caldera("explain", "nothing", "-n", namespace, env=env)
     assert explain.code == 2 and "not found" in explain.stderr
+    for verb in ("dashboard", "down"):  # what only the embedded daemon has says so
+        done = caldera(verb, env=env)
+        assert done.code == 2 and done.stderr.count("\n") == 1 and "Kubernetes" in done.stderr, done
 
 
 def test_a_resource_the_cluster_does_not_serve_says_how_to_install_caldera(plane):

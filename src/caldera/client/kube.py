@@ -307,15 +307,11 @@ class KubeCluster:
         raise CalderaError(f"cannot read the log of pod {namespace}/{pod}: {where} ({e.message})") from None
 
     def info(self) -> JSON:
-        with _errors("version"):
-            version = self.kube.get("/version")
-        return {
-            "version": __version__,
-            "kubernetes": version.get("gitVersion"),
-            "server": self.kube.server,
-            "nodes": len(self._list(resource_path("v1", "nodes"))),
-            "listening": None,
-        }
+        """What only a daemon has (its URL, for `dashboard` and `docs`): on Kubernetes, said so."""
+        raise CalderaError(
+            "on Kubernetes there is no caldera daemon (no dashboard, no REST API): the controller is a Deployment, "
+            "see `kubectl -n caldera-system get deployment caldera-controller`"
+        )
 
     # ------------------------------------------------------------ the daemon's views
 
