@@ -10,6 +10,7 @@ import click
 from caldera import __version__
 from caldera.cli.apply import apply
 from caldera.cli.completion import completion
+from caldera.cli.controller import controller
 from caldera.cli.dashboard import dashboard
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
@@ -66,6 +67,7 @@ for command in (
     dashboard,
     completion,
     docs,
+    controller,
 ):
     cli.add_command(command)
 
