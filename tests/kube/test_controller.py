@@ -32,8 +32,15 @@ def nodes(plane, request):
 
 
 def test_a_volcano_job_runs_to_completed_with_volcanos_pods(plane, caldera, namespace, nodes):
-    job = volcano_job("hello", task("worker", 2, nodes), task("ps", 1, nodes), plugins={"svc": [], "env": []})
+    job = volcano_job("hello", task("worker", 2, nodes, seconds=6), task("ps", 1, nodes, seconds=6),
+                      plugins={"svc": [], "env": []})  # fmt: skip
     kubectl_create(plane, namespace, job)
+    running = wait_phase(plane, namespace, "hello", "Running")
+    # The PodGroup lives while the job runs (Volcano deletes it with the job's pods at the end too).
+    group = plane.kube.get(resource_path(*PODGROUPS, namespace=namespace, name=f"hello-{running['metadata']['uid']}"))
+    assert (
+        group["spec"]["minMember"] == 3 and group["metadata"]["ownerReferences"][0]["uid"] == running["metadata"]["uid"]
+    )
     done = wait_phase(plane, namespace, "hello", "Completed")
     uid = done["metadata"]["uid"]
     assert done["status"]["succeeded"] == 3
@@ -53,13 +60,10 @@ def test_a_volcano_job_runs_to_completed_with_volcanos_pods(plane, caldera, name
         assert env["VC_TASK_INDEX"] == name.rsplit("-", 1)[1]
         mounts = {m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
         assert "/etc/volcano" in mounts
-    group = plane.kube.get(resource_path(*PODGROUPS, namespace=namespace, name=f"hello-{uid}"))
-    assert group["spec"]["minMember"] == 3 and group["metadata"]["ownerReferences"][0]["uid"] == uid
     service = plane.kube.get(resource_path("v1", "services", namespace=namespace, name="hello"))
     assert service["spec"]["clusterIP"] == "None"
     hosts = plane.kube.get(resource_path("v1", "configmaps", namespace=namespace, name="hello-svc"))["data"]
     assert hosts["worker.host"] == "hello-worker-0.hello\nhello-worker-1.hello\n"
-    scheduled = [e for e in events_of(plane, namespace, "hello-worker-0") if e["reason"] == "Scheduled"]
     wait_until(
         lambda: [e for e in events_of(plane, namespace, "hello-worker-0") if e["reason"] == "Scheduled"],
         30,

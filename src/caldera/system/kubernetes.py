@@ -82,7 +82,6 @@ EVENT_REASONS = {  # plane event kind → (involved object kind, reason, warning
     "JobPhase": ("Job", "", False),
     "Command": ("Job", "Command", False),
     "Scaled": ("Job", "Scaled", False),
-    "PodGroupPhase": ("PodGroup", "", False),
 }
 
 
@@ -219,9 +218,10 @@ class KubeController:
         self.plane.expire_ttls()
         for _ in range(100):
             self.plane.settle()
-            self.status.flush(self.plane)  # PodGroups first: a pod never exists without its group
-            if not self.pods.flush(self.plane):
+            self.status.flush_podgroups(self.plane)  # first: a pod never exists without its group
+            if not self.pods.flush(self.plane):  # pods before statuses: binding is what waits
                 break
+        self.status.flush(self.plane)
         self._write_events()
 
     # ------------------------------------------------------------ changes from the API server
@@ -477,15 +477,12 @@ class KubeController:
             if kind == "Pod":
                 api = self.pods.api.get(f"{ev.namespace}/{ev.object}")
                 ref = ObjectRef("v1", "Pod", ev.namespace, ev.object, api.uid if api is not None else "")
-            elif kind == "Job":
+            else:
                 job = self.plane.jobs.get(f"{ev.namespace}/{ev.object}")
                 ref = ObjectRef(o.JOB_API, "Job", ev.namespace, ev.object, job.metadata.uid if job is not None else "")
-            else:
-                uid = self.status.group_uid(f"{ev.namespace}/{ev.object}")
-                ref = ObjectRef(o.SCHEDULING_API, "PodGroup", ev.namespace, ev.object, uid)
             message = ev.message
             if ev.kind == "Bind":
                 message = f"Successfully assigned {ev.namespace}/{ev.object} to {ev.node}"
-            elif ev.kind in ("JobPhase", "PodGroupPhase") and not message:
-                message = f"{ev.kind.removesuffix('Phase').replace('PodGroup', 'podgroup').lower()} is {ev.reason}"
+            elif ev.kind == "JobPhase" and not message:
+                message = f"job is {ev.reason}"
             self.recorder.record(ref, reason or ev.reason, message or ev.reason, ev.time, warning=warning)

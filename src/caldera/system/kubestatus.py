@@ -1,7 +1,7 @@
 """Status written back to the API server: Jobs, PodGroups (created, updated, deleted) and Queues.
 
-After the control plane settled, `StatusWriter.flush(plane)` writes what changed since the last
-flush, many requests at once: the `status` subresource of each Job whose status changed (a
+After the control plane settled, `flush_podgroups(plane)` (before pods are written) and
+`flush(plane)` (after) write what changed since the last flush, many requests at once: the `status` subresource of each Job whose status changed (a
 merge patch), each PodGroup the plane made (created, owned by its Job, before any pod of it)
 or changed or dropped, and each Queue whose counts or state changed. What was written is
 remembered, so an idle turn writes nothing; a failed write is tried again at the next flush.
@@ -59,8 +59,12 @@ class StatusWriter:
         self._jobs.pop(key, None)
         self.rejected.pop(key, None)
 
-    def flush(self, plane: ControlPlane) -> None:
+    def flush_podgroups(self, plane: ControlPlane) -> None:
+        """PodGroups made, changed or dropped: first, so that a pod never exists without its group."""
         self._podgroups(plane)
+
+    def flush(self, plane: ControlPlane) -> None:
+        """Everything else: the status of Jobs and Queues."""
         self._job_statuses(plane)
         self._queue_statuses(plane)
 
@@ -89,9 +93,6 @@ class StatusWriter:
             if not isinstance(result, Exception) or isinstance(result, NotFound):
                 self._group_uids.pop(key, None)
                 self._groups.pop(key, None)
-
-    def group_uid(self, key: str) -> str:
-        return self._group_uids.get(key, "")
 
     def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
         job_key, pg = item
