@@ -48,7 +48,9 @@ class ApiPod:
     """What the API server holds of a pod this controller wrote (or found at start)."""
 
     uid: str
+    plane_uid: str  # the plane's pod this is (a pod re-created under the same name is another one)
     node: str = ""
+    deleting: bool = False  # an earlier incarnation, deleted so that its name can be used again
 
 
 @dataclass(slots=True)
@@ -96,7 +98,8 @@ class KubePods:
     def adopt(self, pod: JSON) -> None:
         """A pod found in the API server at start (the plane restores it)."""
         meta, spec = pod["metadata"], pod.get("spec") or {}
-        self.api[f"{meta['namespace']}/{meta['name']}"] = ApiPod(str(meta.get("uid", "")), spec.get("nodeName") or "")
+        uid = str(meta.get("uid", ""))
+        self.api[f"{meta['namespace']}/{meta['name']}"] = ApiPod(uid, uid, spec.get("nodeName") or "")
 
     def pod_event(self, plane: ControlPlane, kind: str, pod: JSON) -> None:
         meta = pod["metadata"]
@@ -104,16 +107,16 @@ class KubePods:
         known = self.api.get(key)
         if known is None or known.uid != meta.get("uid"):
             return  # not this incarnation
+        current = plane.pods.get(key)
+        same = current is not None and current.metadata.uid == known.plane_uid
         if kind == "DELETED":
             del self.api[key]
-            if key in plane.pods:
+            if same:
                 plane.pod_stopped(key, pod_exit_code(pod) if _ended(pod) else None)
             return
         known.node = (pod.get("spec") or {}).get("nodeName") or known.node
-        if _ended(pod):
-            current = plane.pods.get(key)
-            if current is not None and not current.finished:
-                plane.pod_exited(key, pod_exit_code(pod))
+        if same and _ended(pod) and current is not None and not current.finished:
+            plane.pod_exited(key, pod_exit_code(pod))
 
     # ------------------------------------------------------------ writing
 
@@ -126,33 +129,41 @@ class KubePods:
         to_delete: list[tuple[str, int]] = []
         for key, grace in deletes:
             self.pending.bind.pop(key, None)
-            if key in self.api:
+            if self._written(plane, key):
                 to_delete.append((key, grace))
             else:
                 gone_now.append(key)  # never written: nothing to wait for
         for key in gone_now:
             plane.pod_stopped(key)
             told = True
-        for (gone, _), error in zip(to_delete, self._parallel(self._delete, to_delete), strict=True):
-            if isinstance(error, NotFound):  # gone already: the watch's DELETED may never come for this uid
-                self.api.pop(gone, None)
-                if gone in plane.pods:
-                    plane.pod_stopped(gone)
-                    told = True
         now = self.now()
         creates: list[tuple[o.Pod, JSON]] = []
         for pod in plane.pods.values():
             key = pod.key
-            if key in self.api or pod.deletion_timestamp is not None:
+            if pod.deletion_timestamp is not None:
+                continue
+            old = self.api.get(key)
+            if old is not None:
+                if old.plane_uid != pod.metadata.uid and not old.deleting:
+                    # A finished pod the plane let go of (a restarted job): its name is wanted again.
+                    old.deleting = True
+                    to_delete.append((key, 0))
                 continue
             if now - self._failed.get(key, -RETRY) < RETRY:
                 continue
             manifest = self._manifest(plane, pod)
             if manifest is not None:
                 creates.append((pod, manifest))
+        for (gone, _), error in zip(to_delete, self._parallel(self._delete, to_delete), strict=True):
+            if isinstance(error, NotFound):  # gone already: the watch's DELETED may never come for this uid
+                same = self._written(plane, gone)
+                self.api.pop(gone, None)
+                if same:
+                    plane.pod_stopped(gone)
+                    told = True
         for (pod, _), result in zip(creates, self._parallel(self._create, creates), strict=True):
             self._created(plane, pod, result)
-        binds = [(k, n) for k, n in self.pending.bind.items() if k in self.api and not self.api[k].node]
+        binds = [(k, n) for k, n in self.pending.bind.items() if self._written(plane, k) and not self.api[k].node]
         self.pending.bind.clear()
         for (key, node), result in zip(binds, self._parallel(self._bind, binds), strict=True):
             if result is None:
@@ -172,10 +183,15 @@ class KubePods:
             return
         self._failed.pop(pod.key, None)
         node = (result.get("spec") or {}).get("nodeName") or ""
-        self.api[pod.key] = ApiPod(str(result["metadata"]["uid"]), node)
+        self.api[pod.key] = ApiPod(str(result["metadata"]["uid"]), pod.metadata.uid, node)
         if node:
             self.binds += 1
             self.pending.bind.pop(pod.key, None)
+
+    def _written(self, plane: ControlPlane, key: str) -> bool:
+        """Whether the plane's pod `key` (this incarnation) was written to the API server."""
+        known, pod = self.api.get(key), plane.pods.get(key)
+        return known is not None and pod is not None and known.plane_uid == pod.metadata.uid
 
     def _manifest(self, plane: ControlPlane, pod: o.Pod) -> JSON | None:
         job = plane.jobs.get(pod.job_key)

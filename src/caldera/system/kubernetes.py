@@ -49,12 +49,13 @@ from caldera.backends.kube.lease import Elector, LeaseTimes
 from caldera.backends.kube.recorder import EventRecorder, ObjectRef
 from caldera.controller import podgroup_name
 from caldera.core import objects as o
+from caldera.core.elastic import with_elastic_defaults
 from caldera.core.errors import CalderaError
 from caldera.core.resources import add, sub
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
 from caldera.system.kubepods import KubePods
-from caldera.system.kuberestore import restored_podgroup, restored_pods
+from caldera.system.kuberestore import owned_by, restored_podgroup, restored_pods
 from caldera.system.kubestatus import StatusWriter
 from caldera.utils.clock import Clock, SystemClock
 
@@ -196,12 +197,7 @@ class KubeController:
             except queue.Empty:
                 pass
             for kind, change, obj in batch:
-                try:
-                    self._apply(kind, change, obj)
-                except CalderaError as e:
-                    log.warning("%s %s %s: %s", kind, change, object_key(obj), e)
-                except Exception:
-                    log.exception("%s %s %s: applying it failed", kind, change, object_key(obj))
+                self._safely(kind, change, obj, self._apply)
             if not self.synced.is_set():
                 if self._unsynced:
                     continue
@@ -236,30 +232,43 @@ class KubeController:
             store.pop(key, None)
         else:
             store[key] = obj
-        if not self.synced.is_set():
-            return
-        handler = getattr(self, f"_on_{kind}")
+        if self.synced.is_set():
+            self._handle(kind, change, obj)
+
+    def _handle(self, kind: str, change: str, obj: JSON) -> None:
+        handler: Callable[[str, JSON], None] = getattr(self, f"_on_{kind}")
         handler(change, obj)
+
+    @staticmethod
+    def _safely(kind: str, change: str, obj: JSON, fn: Callable[[str, str, JSON], None]) -> None:
+        """A malformed object (or a bug its content reveals) is reported and skipped: it never ends the loop."""
+        try:
+            fn(kind, change, obj)
+        except CalderaError as e:
+            log.warning("%s %s %s: %s", kind, change, object_key(obj), e)
+        except Exception:
+            log.exception("%s %s %s: applying it failed", kind, change, object_key(obj))
 
     def _rebuild(self) -> None:
         """Everything listed: the plane as the API server holds it (a restart), before anything is written."""
-        for obj in self.api["pods"].values():
-            self._foreign_pod("ADDED", obj)  # before the nodes: what they hold is off their allocatable
-        for obj in self.api["nodes"].values():
-            self._on_nodes("ADDED", obj)
-        for obj in self.api["priorityclasses"].values():
-            self._on_priorityclasses("ADDED", obj)
-        for obj in self.api["queues"].values():
-            self._on_queues("ADDED", obj)
+        for obj in self.api["pods"].values():  # before the nodes: what they hold is off their allocatable
+            self._safely("pods", "ADDED", obj, lambda _, c, obj: self._foreign_pod(c, obj))
+        for kind in ("nodes", "priorityclasses", "queues"):
+            for obj in self.api[kind].values():
+                self._safely(kind, "ADDED", obj, self._handle)
         by_job: dict[str, list[JSON]] = {}
         for obj in self.api["pods"].values():
             job = (obj["metadata"].get("labels") or {}).get(o.JOB_NAME_KEY)
             if job:
                 by_job.setdefault(f"{obj['metadata'].get('namespace')}/{job}", []).append(obj)
+
+        def restore_job(kind: str, change: str, obj: JSON) -> None:
+            self._on_jobs(change, obj, by_job.get(object_key(obj), []))
+
         for obj in list(self.api["jobs"].values()):
-            self._on_jobs("ADDED", obj, by_job.get(object_key(obj), []))
+            self._safely("jobs", "ADDED", obj, restore_job)
         for obj in list(self.api["commands"].values()):
-            self._on_commands("ADDED", obj)
+            self._safely("commands", "ADDED", obj, self._handle)
         log.info(
             "rebuilt from the API server: %d jobs, %d pods, %d nodes",
             len(self.plane.jobs),
@@ -376,6 +385,10 @@ class KubeController:
             self._reject(obj, str(e))
             return
         previous = job_status_from_api(obj.get("status") or {})
+        if previous is None and self._has_children(job, pods):
+            # A predecessor made its PodGroup or pods but died before it wrote the job's status.
+            now = self.clock.now()
+            previous = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         if previous is None:
             try:
                 self.plane.submit(job)
@@ -384,8 +397,16 @@ class KubeController:
             return
         self._restore(job, previous, pods)
 
+    def _has_children(self, job: o.Job, pods: list[JSON] | None) -> bool:
+        if f"{job.namespace}/{podgroup_name(job)}" in self.api["podgroups"]:
+            return True
+        if pods is None:
+            pods = list(self.api["pods"].values())
+        return any(owned_by(p, job.metadata.uid) for p in pods)
+
     def _restore(self, job: o.Job, status: o.JobStatus, pods: list[JSON] | None) -> None:
         """A job a previous controller handled: back into the plane with its PodGroup and pods."""
+        with_elastic_defaults(job)  # as `submit` does: the predecessor ran the job with them
         job.status = status
         group = self.api["podgroups"].get(f"{job.namespace}/{podgroup_name(job)}")
         if group is not None:
