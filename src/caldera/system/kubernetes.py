@@ -50,7 +50,7 @@ from caldera.backends.kube.recorder import EventRecorder, ObjectRef
 from caldera.controller import podgroup_name
 from caldera.core import objects as o
 from caldera.core.elastic import with_elastic_defaults
-from caldera.core.errors import CalderaError
+from caldera.core.errors import CalderaError, FieldError, ValidationError
 from caldera.core.resources import add, sub
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
@@ -70,6 +70,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "pods": ("v1", "pods"),
 }
 REJECTED = "Rejected"
+GRACE = 3.0  # seconds a new job waits for a queue or PriorityClass it names to be seen
 QUEUE_ACTIONS = {"OpenQueue": o.QUEUE_OPEN, "CloseQueue": o.QUEUE_CLOSED}  # vcctl queue operate --action
 VOLCANO = "volcano"  # Jobs naming Volcano's scheduler are caldera's too: it replaces Volcano
 LEASE_NAME = "caldera-controller"
@@ -84,6 +85,13 @@ EVENT_REASONS = {  # plane event kind → (involved object kind, reason, warning
     "Command": ("Job", "Command", False),
     "Scaled": ("Job", "Scaled", False),
 }
+
+
+def _may_be_on_its_way(error: FieldError) -> bool:
+    """A rule broken only because an object the job names was not seen yet (its watch event may be late)."""
+    return (error.path == "spec.queue" and "does not exist" in error.rule) or (
+        error.path.endswith("priorityClassName") and "no PriorityClass" in error.rule
+    )
 
 
 class LeaderLost(CalderaError):
@@ -130,6 +138,7 @@ class KubeController:
         self._node_used: dict[str, dict[str, float]] = {}
         self._node_seen: dict[str, tuple[Any, ...]] = {}
         self._unsynced = set(KINDS)
+        self._waiting: dict[str, float] = {}  # new jobs waiting for their queue or PriorityClass → since when
 
     # ------------------------------------------------------------ lifecycle
 
@@ -211,6 +220,8 @@ class KubeController:
                 log.exception("the control loop failed to settle or write")
 
     def _turn(self) -> None:
+        if self._waiting:
+            self._retry_waiting()
         self.plane.expire_ttls()
         for _ in range(100):
             self.plane.settle()
@@ -390,12 +401,32 @@ class KubeController:
             now = self.clock.now()
             previous = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         if previous is None:
-            try:
-                self.plane.submit(job)
-            except CalderaError as e:
-                self._reject(obj, str(e))
+            self._submit(job, obj)
             return
         self._restore(job, previous, pods)
+
+    def _submit(self, job: o.Job, obj: JSON) -> None:
+        """Admit a new job, or refuse it. A queue or PriorityClass it names that this controller has not seen
+        may be one whose watch event is still on its way: the job waits for it (at most GRACE seconds)."""
+        key = job.key
+        try:
+            self.plane.submit(job)
+        except ValidationError as e:
+            first = self._waiting.setdefault(key, self.clock.now())
+            if all(_may_be_on_its_way(err) for err in e.errors) and self.clock.now() - first < GRACE:
+                return
+            self._reject(obj, str(e))
+        except CalderaError as e:
+            self._reject(obj, str(e))
+        self._waiting.pop(key, None)
+
+    def _retry_waiting(self) -> None:
+        for key in list(self._waiting):
+            obj = self.api["jobs"].get(key)
+            if obj is None or key in self.plane.jobs:
+                self._waiting.pop(key, None)
+                continue
+            self._safely("jobs", "ADDED", obj, lambda _, c, obj: self._submit(job_from_api(obj), obj))
 
     def _has_children(self, job: o.Job, pods: list[JSON] | None) -> bool:
         if f"{job.namespace}/{podgroup_name(job)}" in self.api["podgroups"]:
