@@ -157,8 +157,9 @@ class ClusterAPI(Protocol):
         """Capacity and allocation, queue shares, jobs and pods by phase, recent events."""
         ...
 
-    def allocations(self) -> JSON:
-        """Per node, what is allocated and to which pods (GPU ids, virtual GPUs marked)."""
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
+        """Per node (or only `node`), what is allocated and to which pods (GPU ids, virtual GPUs marked); a node
+        with more than `pods_up_to` pods lists only those holding GPUs."""
         ...
 
     def job_table(self) -> JSON:

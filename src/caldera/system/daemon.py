@@ -381,8 +381,8 @@ class EmbeddedCluster:
     def overview(self) -> JSON:
         return self.views.overview()
 
-    def allocations(self) -> JSON:
-        return self.views.allocations()
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
+        return self.views.allocations(node, pods_up_to)
 
     def job_table(self) -> JSON:
         return self.views.job_table()

@@ -121,6 +121,10 @@ class GpuBook:
     def held(self, pod: str) -> list[int]:
         return self._held.get(pod, ("", []))[1]
 
+    def holders(self) -> dict[str, tuple[str, list[int]]]:
+        """Every pod holding GPUs: pod key → (its node, the ids)."""
+        return {pod: held for pod, held in self._held.items() if held[1]}
+
 
 class Processes(Protocol):
     """Where the runtime's processes go: the local executor, or `HeldEffects` in front of it."""
