@@ -127,7 +127,6 @@ class EmbeddedCluster:
         pods; on the next start, pods found gone are recorded as killed and each job's
         policies decide what follows (a RestartJob job restarts)."""
         self.loop.stop()
-        self.held.close()
         if stop_pods:
             self.executor.stop_all(grace=10.0)
         self.extras.shutdown(stop_pods)

@@ -2,8 +2,8 @@
 
 API calls (reads and writes) and process events are closures put on the inbox. A turn
 takes what waits there (at most BATCH), runs each, settles the plane, commits what changed
-to the store in one transaction, and only then answers the callers and lets the turn's
-held side effects happen (pods' processes started or stopped, `HeldEffects`). So:
+to the store in one transaction, and only then lets the turn's held side effects happen
+(pods' processes started or stopped, `HeldEffects`) and answers the callers. So:
 
 - a request answered with success is in the store: a `kill -9` at any moment loses nothing
   that was answered (commit before reply);
@@ -98,6 +98,11 @@ class ControlLoop:
             except Exception:
                 log.exception("control loop failed to settle")
             committed = self._commit()
+            if committed:  # before the answers: a pod shown Running has its process started
+                try:
+                    self._turn.release()
+                except Exception:
+                    log.exception("control loop failed to start or stop processes")
             for task, (ok, value) in zip(batch, answers, strict=True):
                 if task.future is None:
                     continue
@@ -107,11 +112,6 @@ class ControlLoop:
                     task.future.set_result(value)
                 else:
                     task.future.set_exception(value)
-            if committed:
-                try:
-                    self._turn.release()
-                except Exception:
-                    log.exception("control loop failed to start or stop processes")
 
     def _take(self) -> list[Task]:
         wake = self._turn.next_wakeup()
