@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-sim test lint bench clean etcd frameworks kube-tools volcano-tools chromium screenshots
+.PHONY: demo demo-sim test lint bench clean etcd frameworks kube-tools volcano-tools chromium screenshots faults flake-hunt
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,17 @@ kube-tools:
 
 volcano-tools:
 	@nice sh tools/kube/build.sh --volcano >/dev/null
+
+# The fault trials at their full count (`make test` runs two of each, with random seeds); every
+# trial prints its seed: CALDERA_FAULT_SEEDS=S,... runs those again (tests/faults/conftest.py).
+FAULT_TRIALS ?= 100
+faults: $(BIN)/.installed
+	CALDERA_FAULT_TRIALS=$(FAULT_TRIALS) nice $(BIN)/pytest tests/faults -s -q -p no:cacheprovider
+
+# The whole suite RUNS times in fresh clones with the CPU loaded; per test, how often it failed.
+RUNS ?= 10
+flake-hunt: $(BIN)/.installed
+	scripts/flake-hunt -n $(RUNS)
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py

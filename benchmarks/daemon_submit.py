@@ -7,7 +7,9 @@ client sees it (an answer means the job is in the store: the daemon commits befo
 
 - submissions per second: the jobs divided by the wall time from the first POST to the last answer;
 - submit latency: each POST, from just before it is sent to its answer (p50, p99, max);
-- all completed: from the first POST until a list shows every job Completed (polled every 0.1 s).
+- all completed: from the first POST until a list shows every job Completed (polled every 0.1 s);
+- the daemon's CPU per submission: its utime + stime over the submissions, divided by them (on a
+  loaded machine the wall-clock figures measure the load; this one much less).
 
 Then every job is deleted (16 clients again) and, once the list is empty and every pod directory
 is gone, the daemon's resident memory (VmRSS) is read. The whole round is done `--rounds` times
@@ -106,11 +108,18 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def one_round(home: Path, client: Client, args: argparse.Namespace, r: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_round(home: Path, client: Client, args: argparse.Namespace, r: int, pid: int) -> dict[str, float]:
     names = [f"r{r}-job-{i}" for i in range(args.jobs)]
-    start = time.perf_counter()
+    cpu, start = cpu_seconds(pid), time.perf_counter()
     latencies = in_parallel(home, args.clients, names, lambda c, n: c.apply(manifest(n), submit_dir=str(home)))
     submitted = time.perf_counter() - start
+    cpu = cpu_seconds(pid) - cpu
 
     def completed() -> bool:
         jobs = client.list_jobs("default")
@@ -128,6 +137,7 @@ def one_round(home: Path, client: Client, args: argparse.Namespace, r: int) -> d
         "p99": percentile(latencies, 99),
         "max": max(latencies),
         "completed": all_done,
+        "cpu": cpu / max(1, len(latencies)),
     }
 
 
@@ -149,13 +159,14 @@ def main() -> None:
             with connect(home) as client:
                 rounds, memory = [], [rss_mib(daemon.pid)]
                 for r in range(args.rounds):
-                    got = one_round(home, client, args, r)
+                    got = one_round(home, client, args, r, daemon.pid)
                     rounds.append(got)
                     memory.append(rss_mib(daemon.pid))
                     print(
                         f"  round {r + 1}: {got['accepted']:.0f}/{args.jobs} accepted, {got['rate']:.0f} submissions/s, "
                         f"latency p50 {got['p50'] * 1000:.0f} ms p99 {got['p99'] * 1000:.0f} ms "
-                        f"max {got['max'] * 1000:.0f} ms, all completed {got['completed']:.1f} s; "
+                        f"max {got['max'] * 1000:.0f} ms, all completed {got['completed']:.1f} s, "
+                        f"daemon CPU {got['cpu'] * 1000:.1f} ms per submission; "
                         f"RSS after deleting them {memory[-1]:.0f} MiB",
                         flush=True,
                     )
@@ -163,7 +174,7 @@ def main() -> None:
             print(
                 f"{args.jobs} single-pod jobs, {args.clients} clients, {args.nodes} nodes, median of {args.rounds} rounds: "
                 f"{med['rate']:.0f} submissions/s, p99 submit latency {med['p99'] * 1000:.0f} ms, "
-                f"all completed in {med['completed']:.1f} s; daemon RSS {memory[0]:.0f} MiB before, "
+                f"all completed in {med['completed']:.1f} s, daemon CPU {med['cpu'] * 1000:.1f} ms per submission; daemon RSS {memory[0]:.0f} MiB before, "
                 f"{', '.join(f'{m:.0f}' for m in memory[1:])} MiB after each round's deletion"
             )
         finally:

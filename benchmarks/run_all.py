@@ -12,6 +12,7 @@ for script in (
     "allocate_throughput.py",
     "philly_replay.py",
     "embedded_latency.py",
+    "daemon_submit.py",
     "elastic_recovery.py",
     "dashboard_load.py",
 ):

@@ -82,8 +82,20 @@ _QUEUE_UNSUPPORTED: dict[str, tuple[object, ...]] = {
 # ---------------------------------------------------------------- documents
 
 
+MAX_YAML_NODES = 1_000_000  # a document's values once its aliases are expanded (a manifest has hundreds)
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice (PyYAML keeps the last one silently; kubectl refuses)."""
+    """YAML's safe loader, refusing a key given twice (PyYAML keeps the last one silently; kubectl refuses)
+    and a document whose aliases expand to more than MAX_YAML_NODES values (an alias bomb)."""
+
+    def compose_document(self) -> yaml.Node | None:
+        node: yaml.Node | None = super().compose_document()
+        if node is not None and _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand to more than {MAX_YAML_NODES} values", node.start_mark
+            )
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: set[Hashable] = set()
@@ -99,6 +111,22 @@ class _StrictLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values `node` stands for once every alias is copied out; each node is counted once
+    (an alias is the node it names), so a bomb is measured in the time of its text, not its size."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # a cycle (an alias to an enclosing node) is refused by the constructor anyway
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    sizes[id(node)] = size
+    return size
 
 
 def load_documents(text: str, source: str) -> list[dict[str, Any]]:
@@ -134,6 +162,8 @@ def _documents(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
         raise ValidationError([FieldError("", f"YAML syntax error{where}: {what}")], source) from None
     except yaml.YAMLError as e:
         raise ValidationError([FieldError("", f"YAML error: {e}")], source) from None
+    except RecursionError:
+        raise ValidationError([FieldError("", "YAML nested too deep to read")], source) from None
     out: list[tuple[int, dict[str, Any]]] = []
     errors: list[FieldError] = []
     for i, doc in enumerate(raw):

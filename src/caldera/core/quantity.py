@@ -30,8 +30,18 @@ class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
 
 
+MAX_QUANTITY = Decimal(2**63 - 1)  # Kubernetes' bound: a quantity fits a signed 64-bit integer
+
+
 def parse_quantity(value: object) -> Decimal:
-    """The exact value of a quantity given as text or a number."""
+    """The exact value of a quantity given as text or a number (at most MAX_QUANTITY either way)."""
+    parsed = _parse_quantity(value)
+    if not parsed.is_finite() or abs(parsed) > MAX_QUANTITY:
+        raise QuantityError(f"{value!r} is too large for a quantity (at most {MAX_QUANTITY})")
+    return parsed
+
+
+def _parse_quantity(value: object) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):

@@ -27,7 +27,7 @@ The web dashboard is served beside it (`dashboard`: /, /jobs, /nodes, /timeline,
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token
 (or the dashboard's session with its CSRF token: `auth`);
 Lists come as {"kind": "<Kind>List", "items": [...]}. Every request needs the token;
-errors are one JSON line (see `errors`). Handlers are plain functions, so FastAPI runs
+errors are one JSON line (see `errors`); a body over 4 MiB is refused with 413 unread (`limits`). Handlers are plain functions, so FastAPI runs
 the blocking cluster calls in its thread pool, never on the event loop.
 """
 
@@ -48,6 +48,7 @@ from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
 from caldera.server.dashboard import Dashboard
 from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
+from caldera.server.limits import BodyLimit
 from caldera.server.logstream import POLL_SECONDS, PodWatch, previous_span, stream_file, stream_span
 from caldera.server.logtimes import stream_lines
 from caldera.server.views import views_router
@@ -112,7 +113,8 @@ def create_app(
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
     app.add_middleware(BearerAuth, token=token)
-    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock())  # added last, so it runs first
+    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock())
+    app.add_middleware(BodyLimit)  # added last, so it runs first: no body over the limit is read, by anyone
     return app
 
 

@@ -4,7 +4,9 @@
 a bad port is refused at apply instead of failing every pod; `check_commands` refuses a
 command that does not exist here; `check_data` a `caldera.dev/data` annotation that is
 malformed, names a source that does not exist, or whose link would replace something else
-in the working directory. Errors name the field path, as validation's do.
+in the working directory; `check_size` a job with more pods than the embedded cluster runs
+for one job (MAX_PODS_PER_JOB: each pod is processes on this machine; docs/limits.md). Errors
+name the field path, as validation's do.
 """
 
 from __future__ import annotations
@@ -16,9 +18,26 @@ from pathlib import Path
 from caldera.controller.frameworks import PluginError, job_ports, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
+from caldera.core.elastic import max_replicas
 from caldera.core.errors import FieldError, ValidationError
 from caldera.system.podpaths import DATA, DataMount, conflict, parse_data, path_map, rewrite
 from caldera.system.runtime import HOST, LocalRuntime, working_dir
+
+MAX_PODS_PER_JOB = 10_000  # every pod is a process group here: far beyond this, one machine cannot run them
+
+
+def check_size(job: o.Job) -> None:
+    """Refuse a job of more pods than the embedded cluster runs for one job, naming the task that goes over."""
+    total = 0
+    for i, task in enumerate(job.spec.tasks):
+        pods = max_replicas(job, task)
+        total += pods
+        if total > MAX_PODS_PER_JOB:
+            rule = (
+                f"{pods} pods make the job's {total} more than the {MAX_PODS_PER_JOB} "
+                "an embedded cluster runs for one job (docs/limits.md)"
+            )
+            raise ValidationError([FieldError(f"spec.tasks[{i}].replicas", rule)], f"job {job.name}")
 
 
 def check_plugins(job: o.Job) -> None:

@@ -34,7 +34,7 @@ from caldera.core.manifest import parse_object
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
-from caldera.system.admission import check_commands, check_data, check_plugins
+from caldera.system.admission import check_commands, check_data, check_plugins, check_size
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.clusterviews import ClusterViews
@@ -191,6 +191,7 @@ class EmbeddedCluster:
         if isinstance(obj, o.Job):
             if submit_dir:
                 obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
+            check_size(obj)  # first: the other checks look at every task
             check_commands(obj, submit_dir)
             check_data(obj)
             check_plugins(obj)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from caldera.backends.shim import write_json_atomic
 from caldera.core import objects as o
 from caldera.core.elastic import elastic_tasks, is_elastic, job_id
 from caldera.launcher import rendezvous
@@ -94,8 +95,8 @@ class ElasticService:
         server.wait_healthy(timeout=30)
         self._server = server
         self.endpoint = server.endpoint
-        state = {"pid": server.pid, "clientPort": server.client_port, "peerPort": server.peer_port}
-        (self.dir / STATE_FILE).write_text(json.dumps(state))
+        state: dict[str, object] = {"pid": server.pid, "clientPort": server.client_port, "peerPort": server.peer_port}
+        write_json_atomic(self.dir / STATE_FILE, state)  # a reader (the next daemon, a test) sees all or nothing
         log.info("etcd for elastic jobs on %s (pid %s)", server.endpoint, server.pid)
 
     def _supervise(self) -> None:

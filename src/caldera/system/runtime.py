@@ -21,6 +21,7 @@ most one pod of a node at a time.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import sys
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ from caldera.system.podpaths import DATA, link_relative, parse_data, path_map, r
 HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
 PASS_THROUGH = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM")
+PORTS_FROM = 20_000  # pods' and TensorBoards' host ports are drawn from here to the ephemeral range
 PYCACHE = "pycache"  # under the home: where the pods' Python processes keep their bytecode
 
 
@@ -47,6 +49,7 @@ class PortBook:
     def __init__(self) -> None:
         self._jobs: dict[str, dict[tuple[str, int], int]] = {}
         self._used: set[int] = set()
+        self._random = random.Random()
 
     def for_job(self, job: o.Job) -> dict[tuple[str, int], int]:
         """Every (pod, container port) of the job → its host port, allocating what is missing."""
@@ -83,13 +86,44 @@ class PortBook:
         self._used.discard(port)
 
     def _free_port(self) -> int:
-        while True:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind((HOST, 0))
-                port = int(s.getsockname()[1])
-            if port not in self._used:
-                self._used.add(port)
-                return port
+        """A port nothing listens on, below the kernel's ephemeral range when there is room.
+
+        Between this choice and the pod's bind the port is only reserved in this book. A port
+        the kernel hands out for port 0 is also what it gives outgoing connections (any HTTP
+        client on the machine): one could take it meanwhile, and the pod could not listen.
+        Below that range only another listener can, which is rare; the bind check skips those."""
+        low = _ephemeral_low()
+        for _ in range(100):
+            port = self._random.randrange(PORTS_FROM, low) if low > PORTS_FROM else 0
+            if port and (port in self._used or not _bindable(port)):
+                continue
+            if not port:
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind((HOST, 0))
+                    port = int(s.getsockname()[1])
+                if port in self._used:
+                    continue
+            self._used.add(port)
+            return port
+        raise RuntimeError("no free port found for a pod")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (where port 0 and outgoing connections draw from)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
 
 
 class GpuBook:
