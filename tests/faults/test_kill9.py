@@ -55,7 +55,22 @@ class Known:
     elastic: bool = False
 
 
-def client(home: Path, index: int, rng: random.Random, stop: threading.Event, known: dict[str, Known]) -> None:
+class Answers:
+    """How many requests got a success answer so far, for the killer to wait on."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def one(self) -> None:
+        with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+
+
+def client(
+    home: Path, index: int, rng: random.Random, stop: threading.Event, known: dict[str, Known], answers: Answers
+) -> None:
     mine: list[str] = []
     with connect(home, timeout=60) as api:
         for n in range(10_000):
@@ -71,6 +86,7 @@ def client(home: Path, index: int, rng: random.Random, stop: threading.Event, kn
                 if not _answered(api.apply, manifest(name, elastic)):
                     return
                 known[name].exists = True
+                answers.one()
             elif op < 0.8 and any(known[j].elastic for j in live):
                 name = rng.choice([j for j in live if known[j].elastic])
                 replicas = rng.randint(1, 3)
@@ -79,12 +95,14 @@ def client(home: Path, index: int, rng: random.Random, stop: threading.Event, kn
                 if not _answered(api.scale_job, "default", name, replicas):
                     return
                 known[name].replicas = {replicas}
+                answers.one()
             else:
                 name = rng.choice(live)
                 known[name].exists = None
                 if not _answered(api.delete_job, "default", name):
                     return
                 known[name].exists = False
+                answers.one()
 
 
 def _answered(request: Callable[..., object], *args: object) -> bool:
@@ -108,19 +126,25 @@ def test_kill9_while_clients_write_loses_nothing_answered(tmp_path: Path, seed: 
     left: list[str] = []
     try:
         stop = threading.Event()
+        answers = Answers()
         errors: list[BaseException] = []
 
         def run(i: int) -> None:
             try:
-                client(daemon.home, i, random.Random(rng.random()), stop, known)
+                client(daemon.home, i, random.Random(rng.random()), stop, known, answers)
             except BaseException as e:
                 errors.append(e)
 
         threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(CLIENTS)]
         for t in threads:
             t.start()
-        # The kill comes at a random moment once the clients are under way.
-        threading.Event().wait(rng.uniform(0.5, 3.0))
+        # The kill comes at a random moment once the clients are under way: after some answers (however
+        # slow the machine is), then a random fraction of a second more.
+        wanted = rng.randint(5, 60)
+        wait_until(
+            lambda: answers.count >= wanted or errors, timeout=120, what=f"{wanted} answers", condition=answers.changed
+        )
+        threading.Event().wait(rng.uniform(0.0, 0.5))
         daemon.kill9()
         stop.set()
         for t in threads:
@@ -130,7 +154,10 @@ def test_kill9_while_clients_write_loses_nothing_answered(tmp_path: Path, seed: 
         daemon.up()
         check_state(daemon, known, seed)
         settled = sum(k.exists is not None for k in known.values())
-        print(f"seed {seed}: {len(known)} jobs asked for, {settled} with a settled answer, 0 lost, 0 run twice")
+        print(
+            f"seed {seed}: killed after {answers.count} answers; {len(known)} jobs asked for, "
+            f"{settled} with a settled answer; 0 lost, 0 run twice"
+        )
     finally:
         left = bring_down(daemon)
     assert not left, f"seed {seed}: processes left after `caldera down`: {left}"
