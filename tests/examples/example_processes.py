@@ -7,6 +7,7 @@ output goes to a log file, and every process a test started is killed when it en
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -38,12 +39,26 @@ _SCRUBBED = (
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct ports that were free on 127.0.0.1 a moment ago (bound together, then released)."""
+    """`count` distinct ports free on 127.0.0.1 a moment ago, drawn below the kernel's ephemeral range.
+
+    A port 0 bind hands out is also what the kernel gives outgoing connections: on a busy machine
+    one could take it before the example's master listens (then every worker waits for a master
+    that never comes). Below that range only another listener can; the bind check skips those."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    draw = random.Random()
+    ports: list[int] = []
     with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
+        while len(ports) < count:
+            port = draw.randrange(20_000, low)
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            if port not in ports:
+                ports.append(port)
+    return ports
 
 
 @dataclass
@@ -85,6 +100,9 @@ def start(tmp_path: Path) -> Iterator[Start]:
 
     def _start(name: str, args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> Proc:
         full_env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED and not k.startswith("PADDLE_")}
+        # One thread per process: several torch workers on two cores otherwise each start a thread per
+        # core and spend a loaded machine's time switching between them.
+        full_env.setdefault("OMP_NUM_THREADS", "1")
         full_env.update(env)
         log_path = tmp_path / f"{name}.log"
         with log_path.open("wb") as log:
