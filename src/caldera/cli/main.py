@@ -11,6 +11,7 @@ from caldera import __version__
 from caldera.cli.apply import apply
 from caldera.cli.common import context
 from caldera.cli.completion import completion
+from caldera.cli.controller import controller
 from caldera.cli.dashboard import dashboard
 from caldera.cli.delete import delete
 from caldera.cli.describe import describe
@@ -78,6 +79,7 @@ for command in (
     kube,
     completion,
     docs,
+    controller,
 ):
     cli.add_command(command)
 
