@@ -171,6 +171,7 @@ def launcher_alone(repeat: int, steady: float, tmp: Path) -> None:
     procs: dict[str, subprocess.Popen[bytes]] = {}
     tmp.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CALDERA_ELASTIC_", "PADDLE_ELASTIC_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one, as in a pod
 
     def start(host: str, endpoint: str) -> None:
         argv = [
