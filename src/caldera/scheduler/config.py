@@ -45,6 +45,7 @@ PLUGINS = (
     "fifo",
     "las",
     "srtf",
+    "consolidate",
 )
 
 DEFAULT_CONFIG = """

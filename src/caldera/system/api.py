@@ -48,6 +48,10 @@ class Conflict(CalderaError):
     """The change is not allowed in the object's current state (e.g. deleting a queue with jobs)."""
 
 
+class Unavailable(CalderaError):
+    """The daemon cannot save its state (disk full, read-only): the change was refused or not saved (HTTP 503)."""
+
+
 class Expired(CalderaError):
     """A watch from a resourceVersion older than the change log keeps: list again, then watch (HTTP 410)."""
 
