@@ -318,7 +318,7 @@ class KubeCluster:
     def overview(self) -> JSON:
         raise _daemon_only("overview")
 
-    def allocations(self) -> JSON:
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
         raise _daemon_only("allocations")
 
     def job_table(self) -> JSON:
