@@ -80,6 +80,9 @@ class ControlPlane:
         self._requests: deque[tuple[str, Request]] = deque()
         self._stopping: set[str] = set()  # pods the control plane asked to stop (not evictions by others)
         self._dirty = True  # something changed since the last scheduling cycle
+        # Job keys whose job, podgroup or pods changed (or went) since the owner last took them
+        # (`take_touched`): what the embedded cluster writes to its store after a turn.
+        self._touched: set[str] = set()
         self.ttl = TtlQueue()  # finished jobs to delete later
         # job key → key of its PodGroup, deleted while pods of the job still release resources
         self._released: dict[str, str] = {}
@@ -184,6 +187,7 @@ class ControlPlane:
         # A pod being deleted is going anyway: its exit is not restarted nor reported as a phase.
         if pod is None or pod.finished or key in self._stopping or pod.deletion_timestamp is not None:
             return
+        self._touched.add(pod.job_key)
         policy = pod.spec.restart_policy
         restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
@@ -240,6 +244,7 @@ class ControlPlane:
             self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
+        self._touched.add(job_key)
         self.job_pods.get(job_key, {}).pop(pod.name, None)
         self.state.remove_task(key)
         self._dirty = True
@@ -263,6 +268,7 @@ class ControlPlane:
         if pod is None or pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
+        self._touched.add(pod.job_key)
         self.state.set_pod(pod, self._pg_key(pod))
         self.record(kind, pod.name, pod.node_name, reason, message, pod.namespace)
         if key in self.backoff.waiting:  # no process to stop
@@ -329,6 +335,7 @@ class ControlPlane:
         job = self.jobs.pop(key, None)
         if job is None:
             return
+        self._touched.add(key)
         self.delayed.drop_job(key)
         for pod in list(self.job_pods.get(key, {}).values()):
             self._kill(pod)
@@ -341,7 +348,13 @@ class ControlPlane:
     # ------------------------------------------------------------ controller
 
     def _request(self, job_key: str, req: Request) -> None:
+        self._touched.add(job_key)
         self._requests.append((job_key, req))
+
+    def take_touched(self) -> set[str]:
+        """The keys of the jobs whose job, podgroup or pods changed since the last call (and forget them)."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
         job = self.jobs.get(key)
@@ -376,6 +389,7 @@ class ControlPlane:
         plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
         old_phase = job.status.phase
         job.status = plan.status
+        self._touched.add(key)
         if plan.status.phase != old_phase:
             self.record(
                 "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
@@ -460,6 +474,7 @@ class ControlPlane:
         if pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
+        self._touched.add(pod.job_key)
         self._stopping.add(pod.key)
         if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
             self.state.set_pod(pod, self._pg_key(pod))
@@ -469,6 +484,7 @@ class ControlPlane:
 
     def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
         key = f"{pod.metadata.namespace}/{pod.job}"
+        self._touched.add(key)
         self.state.set_pod(pod, self._pg_key(pod))
         self._dirty = True
         job = self.jobs.get(key)
@@ -493,6 +509,7 @@ class ControlPlane:
             old = pg.phase
             pg.phase = update.phase
             pg.conditions = list(update.conditions)
+            self._touched.add(job_key)
             if old != update.phase:
                 self.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
             cond = update.conditions[-1] if update.conditions else None
@@ -515,6 +532,7 @@ class ControlPlane:
             if pod is None or pod.node_name or pod.deletion_timestamp is not None:
                 continue
             pod.node_name = bind.node
+            self._touched.add(pod.job_key)
             self.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
             self.history.begin(pod, bind.node, self.clock.now())
             old = pod.status.phase
