@@ -106,9 +106,11 @@ def build(home: Path, jobs: int, pods: int, nodes: int) -> tuple[EmbeddedCluster
         list(pool.map(lambda i: cluster.apply(manifest(i, pods), "/tmp"), range(jobs)))
     wait(lambda: cluster.overview()["pods"].get("Running", 0) == jobs * pods, "every pod running")
     finished = jobs // 5
-    for i in range(finished):
-        for p in cluster.get_job("default", f"train-{i:04d}")["pods"]:
-            executor.exit(f"default/{p['name']}", 0)
+    ending = [
+        f"default/{p['name']}" for i in range(finished) for p in cluster.get_job("default", f"train-{i:04d}")["pods"]
+    ]
+    for key in ending:  # all at once: the control loop takes them in batches
+        executor.exit(key, 0)
     wait(lambda: cluster.overview()["jobs"].get("Completed", 0) == finished, f"{finished} jobs completed")
     return cluster, executor
 

@@ -14,10 +14,13 @@ Contenders:
 - volcano: vc-controller-manager + vc-scheduler (Helm default configuration, no webhook): the
   workload as Volcano Jobs (one task; a gang's minAvailable is 64) with the webhook's defaults
   written in (`volcano_job_defaults`); needs Volcano's binaries (docs/kubernetes-harness.md);
-- caldera: comes with its Kubernetes mode.
+- caldera: `caldera controller` (its job controller and scheduler in one process, leader election on):
+  the same Volcano Jobs as Volcano's, on Volcano's CRDs. It creates each pod already bound when it
+  placed it before creating it, so a pod's binding time is its creationTimestamp.
 
 Created before timing starts: the control plane, the N Ready nodes, and the workload's objects
-(kube-scheduler: the pods; Volcano: its CRDs, the default queue and the Jobs). Timing starts when
+(kube-scheduler: the pods; Volcano: its CRDs, the default queue and the Jobs; caldera: Volcano's CRDs
+and the Jobs, its default queue it makes itself). Timing starts when
 the contender's processes are started, so it includes their start-up and first sync, and ends when
 every pod is bound (a watch on the pods sees it). Figures:
 
@@ -30,7 +33,7 @@ every pod is bound (a watch on the pods sees it). Figures:
 - CPU: user + system seconds of the contender's processes over the run (Volcano: both).
 
     python benchmarks/kube_schedulers.py [--nodes 1000,5000] [--workloads pods,gangs]
-        [--contenders kube-scheduler,volcano] [--scale 1.0]
+        [--contenders kube-scheduler,volcano,caldera] [--scale 1.0]
 
 `--scale 0.1` runs a tenth of every workload (and of the nodes), to try it out quickly.
 """
@@ -61,6 +64,7 @@ from caldera.testing.kube import (
     start_volcano,
     volcano_job_defaults,
 )
+from caldera.testing.kube.calderactl import start_caldera
 
 NAMESPACE = "bench"
 PODS = resource_path("v1", "pods", namespace=NAMESPACE)
@@ -129,9 +133,17 @@ def prepare_volcano(plane: ControlPlane, jobs: int, size: int) -> Callable[[], l
     return lambda: list(start_volcano(plane))
 
 
+def prepare_caldera(plane: ControlPlane, jobs: int, size: int) -> Callable[[], list[Process]]:
+    """The same Volcano Jobs as Volcano's (Volcano's CRDs, its webhook's defaults written in), for `caldera controller`."""
+    install_volcano_crds(plane)
+    create_all(plane, VOLCANO_JOBS, (volcano_job(j, size) for j in range(jobs)))
+    return lambda: [start_caldera(plane)]
+
+
 CONTENDERS: dict[str, Callable[[ControlPlane, int, int], Callable[[], list[Process]]]] = {
     "kube-scheduler": prepare_kube_scheduler,
     "volcano": prepare_volcano,
+    "caldera": prepare_caldera,
 }
 
 
@@ -211,7 +223,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="1000,5000")
     parser.add_argument("--workloads", default="pods,gangs")
-    parser.add_argument("--contenders", default="kube-scheduler,volcano")
+    parser.add_argument("--contenders", default="kube-scheduler,volcano,caldera")
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()
     contenders = args.contenders.split(",")

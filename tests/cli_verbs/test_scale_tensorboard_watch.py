@@ -117,17 +117,50 @@ def test_list_watch_prints_the_table_then_a_row_per_change(run: Run, fake: Verbs
         job_event("DELETED", "a-long-job-name-here", "Running"),
     ]
     r = run("list", "-w")
-    assert r.exit_code == 0 and fake.watches == [(("Job",), "default")]
+    assert r.exit_code == 0 and fake.watches == [(("Job", "PodGroup"), "default")]
     rows = [line.split() for line in r.stdout.splitlines()]
     assert rows == [
-        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"],
-        ["a-long-job-name-here", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s"],
-        ["b", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-"],
-        ["b", "-", "default", "Running", "1/2", "0", "2", "2m5s", "2m"],
-        ["a-long-job-name-here", "-", "-", "Deleted", "-", "-", "-", "-", "-"],
+        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"],
+        ["a-long-job-name-here", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s", "-"],
+        ["b", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "-"],
+        ["b", "-", "default", "Running", "1/2", "0", "2", "2m5s", "2m", "-"],
+        ["a-long-job-name-here", "-", "-", "Deleted", "-", "-", "-", "-", "-", "-"],
     ]
     lines = r.stdout.splitlines()
     assert len({line.index("QUEUE") if "QUEUE" in line else line.index("default") for line in lines[:4]}) == 1
+
+
+def podgroup_event(kind: str, name: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "default", "creationTimestamp": CREATED}
+    return {"type": kind, "object": {"kind": "PodGroup", "metadata": meta, "status": {"phase": "Inqueue"}}}
+
+
+def test_list_watch_says_why_a_job_waits_as_list_does(run: Run, fake: VerbsFake) -> None:
+    fake.apply(job("big"))
+    fake.set_waiting("default", "big", "Unschedulable", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+    fake.watch_events = [
+        job_event("ADDED", "big", "Pending"),
+        podgroup_event("ADDED", "big-4f1c"),
+        bookmark(),
+        lambda: fake.set_waiting(
+            "default", "big", "NeverFits", "task worker: no node has 1 nvidia.com/gpu", never=True
+        ),
+        podgroup_event("MODIFIED", "big-4f1c"),  # the scheduler's verdict changed: the job's row again
+        podgroup_event("MODIFIED", "big-4f1c"),  # nothing shown changed: no row
+        podgroup_event("MODIFIED", "other-1"),  # not a job shown
+        lambda: fake.set_waiting("default", "big", "", ""),
+        job_event("MODIFIED", "big", "Running", running=2, start=CREATED + 5),
+    ]
+    r = run("list", "-w")
+    assert r.exit_code == 0, r.output
+    rows = [line.split() for line in r.stdout.splitlines()]
+    assert rows == [
+        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"],
+        ["big", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "Unschedulable"],
+        ["big", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "NeverFits"],
+        ["big", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m", "-"],
+    ]
+    assert run("list").stdout.splitlines()[0].split() == rows[0]  # the columns `list` prints
 
 
 def test_list_watch_all_namespaces_and_json_lines(run: Run, fake: VerbsFake) -> None:

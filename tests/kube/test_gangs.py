@@ -4,8 +4,8 @@ Four nodes of one GPU each; two training jobs of four workers each, each worker 
 only does useful work once all four of its job's workers run. kube-scheduler places pods one by one:
 with the two jobs' pods arriving interleaved it binds two workers of each, and neither job can ever
 run (its bound workers wait for peers that have no GPU left). Volcano places a job's four workers all
-or nothing: one job runs whole, ends, and then the other runs whole. (caldera's own run comes with its
-Kubernetes mode.)
+or nothing: one job runs whole, ends, and then the other runs whole; so does caldera (`caldera controller`),
+given the very same Volcano Jobs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from caldera.testing.kube import (
     start_volcano,
     volcano_job_defaults,
 )
+from caldera.testing.kube.calderactl import start_caldera
 from caldera.testing.waiting import wait_until
 
 pytestmark = pytest.mark.kube
@@ -155,6 +156,38 @@ def volcano_job(name: str, label: str) -> JSON:
     return volcano_job_defaults(job)
 
 
+def one_whole_job_then_the_other(plane, namespace: str, label: str) -> None:
+    """Create both jobs and check that one runs whole and ends before any worker of the other is bound."""
+    jobs = resource_path("batch.volcano.sh/v1alpha1", "jobs", namespace=namespace)
+    with Timeline(plane, namespace) as timeline:
+        for name in JOBS:
+            plane.kube.create(jobs, volcano_job(name, label))
+        wait_until(
+            lambda: timeline.count("done") == 2 * WORKERS or timeline.error is not None,
+            180,
+            "both jobs' workers to finish",
+            condition=timeline.condition,
+        )
+        assert timeline.error is None
+        events = list(timeline.events)
+    first = events[0][1]
+    second = next(job for job in JOBS if job != first)
+    binds = [job for what, job in events if what == "bound"]
+    assert binds == [first] * WORKERS + [second] * WORKERS  # one whole job, then the other
+    last_done_of_first = max(i for i, (what, job) in enumerate(events) if (what, job) == ("done", first))
+    first_bind_of_second = events.index(("bound", second))
+    assert first_bind_of_second > last_done_of_first  # the second waited for the GPUs, holding none
+    for name in JOBS:
+        wait_until(
+            lambda name=name: (
+                plane.kube.get(f"{jobs}/{name}").get("status", {}).get("state", {}).get("phase") == "Completed"
+            ),
+            60,
+            f"{name} to be Completed",
+            interval=0.2,
+        )
+
+
 @pytest.mark.volcano
 def test_volcano_runs_one_whole_job_then_the_other(plane, namespace, gpu_nodes):
     if not plane.tools.has_volcano():
@@ -162,34 +195,16 @@ def test_volcano_runs_one_whole_job_then_the_other(plane, namespace, gpu_nodes):
     install_volcano_crds(plane)
     start_volcano(plane)
     try:
-        jobs = resource_path("batch.volcano.sh/v1alpha1", "jobs", namespace=namespace)
-        with Timeline(plane, namespace) as timeline:
-            for name in JOBS:
-                plane.kube.create(jobs, volcano_job(name, gpu_nodes))
-            wait_until(
-                lambda: timeline.count("done") == 2 * WORKERS or timeline.error is not None,
-                180,
-                "both jobs' workers to finish",
-                condition=timeline.condition,
-            )
-            assert timeline.error is None
-            events = list(timeline.events)
-        first = events[0][1]
-        second = next(job for job in JOBS if job != first)
-        binds = [job for what, job in events if what == "bound"]
-        assert binds == [first] * WORKERS + [second] * WORKERS  # one whole job, then the other
-        last_done_of_first = max(i for i, (what, job) in enumerate(events) if (what, job) == ("done", first))
-        first_bind_of_second = events.index(("bound", second))
-        assert first_bind_of_second > last_done_of_first  # the second waited for the GPUs, holding none
-        for name in JOBS:
-            wait_until(
-                lambda name=name: (
-                    plane.kube.get(f"{jobs}/{name}").get("status", {}).get("state", {}).get("phase") == "Completed"
-                ),
-                60,
-                f"{name} to be Completed",
-                interval=0.2,
-            )
+        one_whole_job_then_the_other(plane, namespace, gpu_nodes)
     finally:
         plane.stop_process("vc-scheduler")
         plane.stop_process("vc-controller-manager")
+
+
+def test_caldera_runs_one_whole_job_then_the_other(plane, namespace, gpu_nodes):
+    install_volcano_crds(plane)
+    start_caldera(plane)
+    try:
+        one_whole_job_then_the_other(plane, namespace, gpu_nodes)
+    finally:
+        plane.stop_process("caldera-controller")

@@ -46,6 +46,7 @@ PLUGINS = (
     "fifo",
     "las",
     "srtf",
+    "consolidate",
 )
 
 DEFAULT_CONFIG = """

@@ -50,6 +50,7 @@ class JobReconciler:
     _stopping: set[str]  # pods the control plane asked to stop (not evictions by others)
     _released: dict[str, str]  # job key → key of its PodGroup, deleted while pods of the job still release resources
     _dirty: bool  # something changed since the last scheduling cycle
+    _touched: set[str]  # job keys whose job, podgroup or pods changed since `take_touched`
     _uid: int
 
     if TYPE_CHECKING:  # the control plane's, which these steps call back
@@ -61,7 +62,13 @@ class JobReconciler:
         def pod_stopped(self, key: str, exit_code: int | None = None) -> None: ...
 
     def _request(self, job_key: str, req: Request) -> None:
+        self._touched.add(job_key)
         self._requests.append((job_key, req))
+
+    def take_touched(self) -> set[str]:
+        """The keys of the jobs whose job, podgroup or pods changed since the last call (and forget them)."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
         job = self.jobs.get(key)
@@ -96,6 +103,7 @@ class JobReconciler:
         plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
         old_phase = job.status.phase
         job.status = plan.status
+        self._touched.add(key)
         if plan.status.phase != old_phase:
             self.record(
                 "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
@@ -180,6 +188,7 @@ class JobReconciler:
         if pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
+        self._touched.add(pod.job_key)
         self._stopping.add(pod.key)
         if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
             self.state.set_pod(pod, self._pg_key(pod))
@@ -189,6 +198,7 @@ class JobReconciler:
 
     def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
         key = f"{pod.metadata.namespace}/{pod.job}"
+        self._touched.add(key)
         self.state.set_pod(pod, self._pg_key(pod))
         self._dirty = True
         job = self.jobs.get(key)

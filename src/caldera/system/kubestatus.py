@@ -1,0 +1,199 @@
+"""Status written back to the API server: Jobs, PodGroups (created, updated, deleted) and Queues.
+
+After the control plane settled, `flush_podgroups(plane)` (before pods are written) and
+`flush(plane)` (after) write what changed since the last flush, many requests at once: the `status` subresource of each Job whose status changed (a
+merge patch), each PodGroup the plane made (created, owned by its Job, before any pod of it)
+or changed or dropped, and each Queue whose counts or state changed. What was written is
+remembered, so an idle turn writes nothing; a failed write is tried again at the next flush.
+
+Invariant: a Job's status in the API server is one the plane held (never a mixture of two
+turns), and a PodGroup exists in the API server before any pod that names it is created.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from caldera.backends.kube.client import JSON, KubeClient, KubeError, NotFound, resource_path
+from caldera.backends.kube.convert import job_status_to_api, podgroup_status_to_api, podgroup_to_api
+from caldera.core import objects as o
+from caldera.system.control import ControlPlane
+
+log = logging.getLogger("caldera.kube.status")
+JOBS = ("batch.volcano.sh/v1alpha1", "jobs")
+PODGROUPS = (o.SCHEDULING_API, "podgroups")
+QUEUES = (o.SCHEDULING_API, "queues")
+
+
+class StatusWriter:
+    def __init__(self, kube: KubeClient, pool: ThreadPoolExecutor) -> None:
+        self.kube = kube
+        self.pool = pool
+        self._jobs: dict[str, tuple[object, JSON]] = {}  # job key → (the status object, what was written)
+        self._groups: dict[str, tuple[str, int, str]] = {}  # podgroup key → (phase, conditions, last reason) written
+        self._group_uids: dict[str, str] = {}  # podgroup key → uid in the API server
+        self._queues: dict[str, JSON] = {}
+        self.rejected: dict[str, JSON] = {}  # job key → a status the controller wrote for a job it refused
+
+    def adopt_podgroup(self, pg: JSON) -> None:
+        meta = pg["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        status = pg.get("status") or {}
+        self._group_uids[key] = str(meta.get("uid", ""))
+        conditions = status.get("conditions") or []
+        self._groups[key] = (
+            str(status.get("phase", "")),
+            len(conditions),
+            str(conditions[-1].get("reason", "")) if conditions else "",
+        )
+
+    def adopt_job_status(self, job: o.Job) -> None:
+        """The status the API server holds for a restored job is the plane's: nothing to write."""
+        self._jobs[job.key] = (job.status, job_status_to_api(job.status))
+
+    def forget_job(self, key: str) -> None:
+        self._jobs.pop(key, None)
+        self.rejected.pop(key, None)
+
+    def flush_podgroups(self, plane: ControlPlane) -> None:
+        """PodGroups made, changed or dropped: first, so that a pod never exists without its group."""
+        self._podgroups(plane)
+
+    def flush(self, plane: ControlPlane) -> None:
+        """Everything else: the status of Jobs and Queues."""
+        self._job_statuses(plane)
+        self._queue_statuses(plane)
+
+    # ------------------------------------------------------------ podgroups
+
+    def _podgroups(self, plane: ControlPlane) -> None:
+        live = {pg.key: (job_key, pg) for job_key, pg in plane.podgroups.items()}
+        creates = [(jk, pg) for key, (jk, pg) in live.items() if key not in self._group_uids]
+        for (_, pg), result in zip(creates, self._parallel(self._create_group, creates, plane), strict=True):
+            if isinstance(result, Exception):
+                log.warning("creating podgroup %s failed: %s", pg.key, result)
+                continue
+            self._group_uids[pg.key] = str(result["metadata"].get("uid", ""))
+        updates = []
+        for key, (_, pg) in live.items():
+            if key not in self._group_uids:
+                continue
+            seen = (pg.phase, len(pg.conditions), pg.conditions[-1].reason if pg.conditions else "")
+            if self._groups.get(key) != seen:
+                updates.append((pg, seen))
+        for (pg, seen), result in zip(updates, self._parallel(self._update_group, updates, plane), strict=True):
+            if not isinstance(result, Exception) or isinstance(result, NotFound):
+                self._groups[pg.key] = seen
+        gone = [key for key in self._group_uids if key not in live]
+        for key, result in zip(gone, self._parallel(self._delete_group, gone, plane), strict=True):
+            if not isinstance(result, Exception) or isinstance(result, NotFound):
+                self._group_uids.pop(key, None)
+                self._groups.pop(key, None)
+
+    def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
+        job_key, pg = item
+        job = plane.jobs.get(job_key)
+        body = podgroup_to_api(pg, job.metadata.uid if job is not None else "")
+        body["status"] = podgroup_status_to_api(pg)
+        path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace)
+        try:
+            return self.kube.create(path, body)
+        except KubeError as e:
+            if getattr(e, "code", 0) != 409:
+                raise
+            return self.kube.get(f"{path}/{pg.metadata.name}")  # made by a predecessor that died before noting it
+
+    def _update_group(self, item: tuple[o.PodGroup, object], plane: ControlPlane) -> JSON:
+        pg, _ = item
+        path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace, name=pg.metadata.name, subresource="status")
+        return self.kube.patch(path, {"status": podgroup_status_to_api(pg)})
+
+    def _delete_group(self, key: str, plane: ControlPlane) -> JSON:
+        ns, name = key.split("/", 1)
+        return self.kube.delete(resource_path(*PODGROUPS, namespace=ns, name=name))
+
+    # ------------------------------------------------------------ jobs
+
+    def _job_statuses(self, plane: ControlPlane) -> None:
+        changed: list[tuple[o.Job, JSON]] = []
+        for key, job in plane.jobs.items():
+            written = self._jobs.get(key)
+            if written is not None and written[0] is job.status:
+                continue
+            body = job_status_to_api(job.status, _task_counts(plane, key))
+            if written is not None and written[1] == body:
+                self._jobs[key] = (job.status, body)
+                continue
+            changed.append((job, body))
+        for (job, body), result in zip(changed, self._parallel(self._patch_job, changed, plane), strict=True):
+            if isinstance(result, Exception) and not isinstance(result, NotFound):
+                log.warning("writing the status of job %s failed: %s", job.key, result)
+                continue
+            self._jobs[job.key] = (job.status, body)
+        for key in [k for k in self._jobs if k not in plane.jobs]:
+            del self._jobs[key]
+
+    def write_rejection(self, key: str, status: JSON) -> None:
+        ns, name = key.split("/", 1)
+        try:
+            self.kube.patch(resource_path(*JOBS, namespace=ns, name=name, subresource="status"), {"status": status})
+            self.rejected[key] = status
+        except KubeError as e:
+            log.warning("writing the rejection of job %s failed: %s", key, e)
+
+    def _patch_job(self, item: tuple[o.Job, JSON], plane: ControlPlane) -> JSON:
+        job, body = item
+        path = resource_path(*JOBS, namespace=job.namespace, name=job.name, subresource="status")
+        return self.kube.patch(path, {"status": body})
+
+    # ------------------------------------------------------------ queues
+
+    def _queue_statuses(self, plane: ControlPlane) -> None:
+        counts: dict[str, Counter[str]] = {name: Counter() for name in plane.queues}
+        for pg in plane.podgroups.values():
+            counts.setdefault(pg.queue, Counter())[pg.phase] += 1
+        changed: list[tuple[str, JSON]] = []
+        for name, queue in plane.queues.items():
+            c = counts.get(name, Counter())
+            body = {
+                "state": queue.state,
+                "pending": c[o.PG_PENDING],
+                "inqueue": c[o.PG_INQUEUE],
+                "running": c[o.PG_RUNNING],
+                "unknown": c[o.PG_UNKNOWN],
+                "completed": c[o.PG_COMPLETED],
+            }
+            if self._queues.get(name) != body:
+                changed.append((name, body))
+        for (name, body), result in zip(changed, self._parallel(self._patch_queue, changed, plane), strict=True):
+            if not isinstance(result, Exception) or isinstance(result, NotFound):
+                self._queues[name] = body
+
+    def _patch_queue(self, item: tuple[str, JSON], plane: ControlPlane) -> JSON:
+        name, body = item
+        return self.kube.patch(resource_path(*QUEUES, name=name, subresource="status"), {"status": body})
+
+    # ------------------------------------------------------------ plumbing
+
+    def _parallel(self, fn: Callable[[Any, ControlPlane], Any], items: list[Any], plane: ControlPlane) -> list[Any]:
+        def call(item: Any) -> Any:
+            try:
+                return fn(item, plane)
+            except KubeError as e:
+                return e
+
+        if len(items) <= 1:
+            return [call(i) for i in items]
+        return list(self.pool.map(call, items))
+
+
+def _task_counts(plane: ControlPlane, job_key: str) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for pod in plane.job_pods.get(job_key, {}).values():
+        phase = counts.setdefault(pod.task, {})
+        phase[pod.status.phase] = phase.get(pod.status.phase, 0) + 1
+    return counts
