@@ -71,7 +71,7 @@ def steps(logs: list[Path]) -> list[tuple[int, int, float]]:
     return found
 
 
-def resumed_after(logs: Callable[[], list[Path]], since: float, world: int, timeout: float = 120.0) -> float:
+def resumed_after(logs: Callable[[], list[Path]], since: float, world: int, timeout: float = 300.0) -> float:
     """Seconds from `since` to the first step at `world` logged after it (every rank of that round)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -123,7 +123,7 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
             home, "submit", "pytorch", "--name", "el", "--elastic", "--workers", "2:3", "--cpu", "300m", "--",
             *TRAIN, "--checkpoint", str(tmp / "ckpt"),
         )  # fmt: skip
-        resumed_after(logs, 0.0, 3)
+        resumed_after(logs, 0.0, 3, timeout=900.0)  # the first start compiles torch
         for i in range(repeat):
             time.sleep(steady)
             _, trainer = pids("el-worker-1")
@@ -171,6 +171,7 @@ def launcher_alone(repeat: int, steady: float, tmp: Path) -> None:
     procs: dict[str, subprocess.Popen[bytes]] = {}
     tmp.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CALDERA_ELASTIC_", "PADDLE_ELASTIC_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this one, as in a pod
 
     def start(host: str, endpoint: str) -> None:
         argv = [
@@ -187,7 +188,7 @@ def launcher_alone(repeat: int, steady: float, tmp: Path) -> None:
         try:
             for n in range(3):
                 start(f"host-{n}", etcd.endpoint)
-            resumed_after(logs, 0.0, 3)
+            resumed_after(logs, 0.0, 3, timeout=900.0)  # the first start compiles torch
             for i in range(repeat):
                 time.sleep(steady)
                 victim = f"host-{i}"

@@ -230,7 +230,7 @@ def _default_goals(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[st
             misses.append(f"seed {seed}: {rival} {_h(theirs)} h against {_h(mine)} h")
     out = [
         f"- Goal (caldera-default the lowest average JCT of every non-oracle policy, sample by sample): "
-        f"**{'met' if not misses else 'not met'}** in {wins} of {len(part.seeds)} samples"
+        f"**{'met' if not misses else 'not met'}**: lowest in {wins} of {len(part.seeds)} samples"
         + (f" (missed on {'; '.join(misses)})" if misses else "")
         + "."
     ]
@@ -353,6 +353,10 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
         text += [f"Plots of the sample where the policies differ most (seed {seed}):", ""]
         text += _plots(f"{part.slug}-seed-{seed}")
     text += _published(summary)
+    short = [f"{p.title.lower()} ran on seeds {', '.join(map(str, p.seeds))} only" for p in parts if len(p.seeds) < 8]
+    if short or not any(p.slug == "full" for p in parts):
+        left = [*short, *([] if any(p.slug == "full" for p in parts) else ["the whole-trace replay was not run"])]
+        text += [f"This run is smaller than `make study`'s: {'; '.join(left)} (time on the shared machine).", ""]
     text += [FOOTER]
     doc.write_text("\n".join(text) + "\n", encoding="utf-8")
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from caldera.core.errors import CalderaError
 
 from .conftest import CREATED, Run
 from .fake_daemon import VerbsFake
@@ -161,6 +164,26 @@ def test_list_watch_says_why_a_job_waits_as_list_does(run: Run, fake: VerbsFake)
         ["big", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m", "-"],
     ]
     assert run("list").stdout.splitlines()[0].split() == rows[0]  # the columns `list` prints
+
+
+def test_list_watch_follows_the_jobs_alone_where_a_watch_takes_one_kind(
+    run: Run, fake: VerbsFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    played = fake.watch
+
+    def one_kind(kinds: tuple[str, ...] = (), namespace: str | None = None, **_: Any) -> Iterator[dict[str, Any]]:
+        if len(kinds) != 1:  # as the Kubernetes client says it
+            raise CalderaError("on Kubernetes one kind is watched at a time: Job or Pod")
+        yield from played(kinds, namespace)
+
+    monkeypatch.setattr(fake, "watch", one_kind)
+    fake.apply(job("big"))
+    fake.set_waiting("default", "big", "Unschedulable", "0/2 nodes are available")
+    fake.watch_events = [job_event("ADDED", "big", "Pending"), bookmark()]
+    r = run("list", "-w")
+    assert r.exit_code == 0, r.output
+    assert fake.watches == [(("Job",), "default")]
+    assert [line.split()[-1] for line in r.stdout.splitlines()] == ["REASON", "Unschedulable"]
 
 
 def test_list_watch_all_namespaces_and_json_lines(run: Run, fake: VerbsFake) -> None:

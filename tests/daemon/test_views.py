@@ -169,3 +169,10 @@ def test_the_job_table_has_the_fields_of_the_full_jobs(cluster: EmbeddedCluster)
 
     same(row, full)
     assert row["status"]["running"] == 2 and row["spec"]["tasks"] == [{"name": "worker", "replicas": 2}]
+
+
+def test_describe_says_the_version_to_watch_from(cluster: EmbeddedCluster) -> None:
+    cluster.apply(job("d", sleeper()))
+    before = cluster.info()["resourceVersion"]
+    seen = cluster.describe_job("default", "d")
+    assert before <= seen["resourceVersion"] <= cluster.info()["resourceVersion"]

@@ -174,6 +174,18 @@ def test_a_wrong_or_missing_token_gets_the_login_page_never_data(tab: Tab, daemo
     daemon.ok("delete", "private")
 
 
+def test_the_job_page_links_the_jobs_tensorboard(tab: Tab, daemon: Caldera, tmp_path: Path) -> None:
+    manifest = job_manifest("boarded", SLEEPER)
+    manifest["metadata"]["annotations"] = {"caldera.dev/tensorboard-logdir": str(tmp_path / "runs")}
+    daemon.apply(manifest)
+    url = daemon.ok("tensorboard", "boarded").strip()  # what `caldera tensorboard` prints
+    tab.log_in("/jobs/default/boarded")
+    link = tab.page.locator("#tensorboard")
+    expect(link).to_have_attribute("href", url, timeout=TIMEOUT_MS)
+    assert link.get_attribute("target") == "_blank" and link.get_attribute("rel") == "noopener"
+    daemon.ok("delete", "boarded")  # its TensorBoard goes with it
+
+
 def test_scale_an_elastic_job_from_the_page(tab: Tab, daemon: Caldera) -> None:
     manifest = job_manifest("stretchy", SLEEPER, replicas=3, min_available=2)
     manifest["spec"]["tasks"][0]["minAvailable"] = 2  # a task that may run with 2 to 3 pods: elastic

@@ -269,6 +269,7 @@ def test_queues(plane, namespace, run, tmp_path):
         == "queue.scheduling.volcano.sh/research configured\n"
     )
     got = yaml.safe_load(run("queue", "get", "research").stdout)
+    assert "managedFields" not in got["metadata"]  # as kubectl shows an object
     assert got["spec"]["weight"] == 3 and got["spec"]["capability"] == {"nvidia.com/gpu": "4"}
     queue_uid = got["metadata"]["uid"]
     assert run("queue", "close", "research").stdout == "queue.scheduling.volcano.sh/research closed\n"

@@ -177,7 +177,7 @@ INVALID = {
         "Required",
     ),
     "pod names over 63 characters": (
-        _with(lambda j: _task(j, name="w" * 55)),
+        _with(lambda j: _task(j, name="w" * 60)),
         "spec.tasks",
         "longer than 63 characters",
     ),

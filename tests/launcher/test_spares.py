@@ -100,7 +100,7 @@ def test_a_refill_imports_at_idle_priority_and_a_spare_taken_early_is_raised_bac
     script.write_text("import sys, slowmod; sys.exit(5)\n")
     release = tmp_path / "release"
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "RELEASE": str(release)}
-    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1)
+    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1, idle_patience=600.0)  # idle until taken
     try:
         pool.refill()
         (spare,) = pool._ready
@@ -112,6 +112,30 @@ def test_a_refill_imports_at_idle_priority_and_a_spare_taken_early_is_raised_bac
             wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="the import raised back")
         release.touch()
         assert proc.wait(timeout=30) == 5  # ran the script (in place, or afresh where it may not raise it)
+    finally:
+        release.touch()
+        pool.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_an_idle_import_goes_on_at_normal_priority_after_its_patience(tmp_path: Path) -> None:
+    """On a node whose CPUs are never idle an idle import would never end: after its patience it stops being idle."""
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, slowmod; sys.exit(6)\n")
+    release = tmp_path / "release"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "RELEASE": str(release)}
+    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1, idle_patience=0.5)
+    try:
+        pool.refill()
+        (spare,) = pool._ready
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
+        # raised back in place (CAP_SYS_NICE), or the spare started afresh at normal priority
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="a normal-priority import")
+        proc = pool.start(env)
+        assert proc is spare
+        release.touch()
+        assert proc.wait(timeout=30) == 6
     finally:
         release.touch()
         pool.close()

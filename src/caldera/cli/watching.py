@@ -6,7 +6,8 @@ duration aside), a deleted job gets a last row with the phase `Deleted`. REASON 
 `list`'s: why the job is held up (NeverFits, Unschedulable, CrashLoopBackOff), which no
 Job object carries: it is read with the jobs' summaries once the watch's first objects
 are in (one `list`), then again for one job (one `get`) when the watch shows a change to
-an unfinished job or to its PodGroup (where the scheduler writes why a gang waits). Columns keep
+an unfinished job or to its PodGroup (where the scheduler writes why a gang waits; on
+Kubernetes, whose watch takes one kind, the jobs' changes only). Columns keep
 the widths the first rows gave them, so the stream reads as one table. With `-o json`
 every watch event is printed as one JSON line ({"type", "object"}, Kubernetes' shape,
 times as RFC 3339), with `-o yaml` as one document, with `-o name` the job's name. A
@@ -26,6 +27,7 @@ import yaml
 from caldera.cli.common import age, human_duration, timestamp, waiting_reason
 from caldera.cli.output import format_row, with_rfc3339
 from caldera.client.http import initial_events_end
+from caldera.core.errors import CalderaError
 from caldera.core.jobkind import JOB_TYPE_LABEL, object_resource_name
 from caldera.core.selector import Selector
 from caldera.system.api import JSON, NotFound
@@ -61,7 +63,7 @@ def watch_jobs(
 ) -> None:
     """Print the jobs of `namespace` (None: all, with a NAMESPACE column), then their changes, until stopped."""
     if output in ("table", "wide"):
-        events = (e for e in cluster.watch(("Job", "PodGroup"), namespace) if _selected(e, selector))
+        events = (e for e in _jobs_and_podgroups(cluster, namespace) if _selected(e, selector))
         _table(cluster, events, namespace, now, no_headers)
         return
     events = (e for e in cluster.watch(("Job",), namespace) if _selected(e, selector))
@@ -78,6 +80,20 @@ def watch_jobs(
     for event in events:  # -o name
         if event.get("type") != "BOOKMARK":
             click.echo(object_resource_name(event.get("object") or {}))
+
+
+def _jobs_and_podgroups(cluster: Watcher, namespace: str | None) -> Iterator[JSON]:
+    """The watch of Jobs and PodGroups; of Jobs only where a watch takes one kind (Kubernetes): REASON then
+    follows the jobs' own changes."""
+    events = iter(cluster.watch(("Job", "PodGroup"), namespace))
+    try:
+        first = next(events, None)
+    except CalderaError:
+        yield from cluster.watch(("Job",), namespace)
+        return
+    if first is not None:
+        yield first
+    yield from events
 
 
 def _selected(event: JSON, selector: Selector | None) -> bool:

@@ -74,7 +74,7 @@ class KubeCluster:
             path = resource_path(PRIORITY_CLASS_API, "priorityclasses", name=obj.name)
         body = {k: v for k, v in manifest.items() if k != "status"}
         with _errors(f"{manifest.get('kind')} {obj.name}"):
-            return self.kube.apply(path, body, field_manager=FIELD_MANAGER, force=True)
+            return _plain(self.kube.apply(path, body, field_manager=FIELD_MANAGER, force=True))
 
     def _create_job(self, job: o.Job, manifest: JSON) -> JSON:
         source = f"job {job.name}"
@@ -91,7 +91,7 @@ class KubeCluster:
         body = {**manifest, "metadata": meta}
         try:
             with _errors(source):
-                return self.kube.create(resource_path(o.JOB_API, "jobs", namespace=job.namespace), body)
+                return _plain(self.kube.create(resource_path(o.JOB_API, "jobs", namespace=job.namespace), body))
         except Conflict:
             raise Conflict(f"job {job.key} already exists (delete it first)") from None
 
@@ -195,9 +195,9 @@ class KubeCluster:
         events = [e for e in self._list(resource_path("v1", "events", namespace=namespace)) if _about(e, objects)]
         events.sort(key=lambda e: str(event_summary(e)["time"] or ""))
         return {
-            "job": job,
+            "job": _plain(job),
             "summary": job_summary(job, pods, podgroup),
-            "podgroup": podgroup,
+            "podgroup": None if podgroup is None else _plain(podgroup),
             "events": [event_summary(e) for e in events],
         }
 
@@ -221,7 +221,7 @@ class KubeCluster:
         return node_summaries(nodes, self._list(resource_path("v1", "pods"), field_selector="spec.nodeName!="))
 
     def list_priority_classes(self) -> list[JSON]:
-        return sorted(self._classes(), key=lambda p: str(p["metadata"]["name"]))
+        return sorted((_plain(p) for p in self._classes()), key=lambda p: str(p["metadata"]["name"]))
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         found = self._list(resource_path("v1", "events", namespace=namespace))
@@ -427,6 +427,7 @@ def _about(event: JSON, objects: set[str]) -> bool:
 
 def _shown(obj: JSON) -> JSON:
     """A watched object as the CLI's rows read it: a pod's exit code and restarts at the top of its status."""
+    obj = _plain(obj)
     if obj.get("kind") != "Pod":
         return obj
     statuses = (obj.get("status") or {}).get("containerStatuses") or []
@@ -437,8 +438,17 @@ def _shown(obj: JSON) -> JSON:
     return {**obj, "status": {**(obj.get("status") or {}), "exitCode": exit_code, "restartCount": restarts}}
 
 
+def _plain(obj: JSON) -> JSON:
+    """An object as `kubectl get -o yaml` shows it: without the server-side apply bookkeeping (managedFields)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _queue_shown(queue: JSON) -> JSON:
     """A queue whose controller has not written its state yet is Open (as caldera and Volcano read it)."""
+    queue = _plain(queue)
     status = queue.get("status") or {}
     return queue if status.get("state") else {**queue, "status": {**status, "state": o.QUEUE_OPEN}}
 

@@ -22,13 +22,14 @@ A Volcano field that caldera does not implement is refused rather than ignored
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.jobmanifest import parse_job
 from caldera.core.kubeflow import FRAMEWORKS, KUBEFLOW_API, kubeflow_error, to_volcano
+from caldera.core.loading import SafeLoader
 from caldera.core.objects import (
     JOB_API,
     QUEUE_OPEN,
@@ -84,18 +85,23 @@ _QUEUE_UNSUPPORTED: dict[str, tuple[object, ...]] = {
 
 MAX_YAML_NODES = 1_000_000  # a document's values once its aliases are expanded (a manifest has hundreds)
 
+if TYPE_CHECKING:
+    _Loader = yaml.SafeLoader
+else:
+    _Loader = SafeLoader  # libyaml's where installed
 
-class _StrictLoader(yaml.SafeLoader):
+
+class _StrictLoader(_Loader):
     """YAML's safe loader, refusing a key given twice (PyYAML keeps the last one silently; kubectl refuses)
     and a document whose aliases expand to more than MAX_YAML_NODES values (an alias bomb)."""
 
-    def compose_document(self) -> yaml.Node | None:
-        node: yaml.Node | None = super().compose_document()
-        if node is not None and _expanded_size(node, {}) > MAX_YAML_NODES:
-            raise yaml.composer.ComposerError(
+    def construct_document(self, node: yaml.Node) -> Any:
+        # Here, not in compose_document: libyaml's loader composes in C.
+        if _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise yaml.constructor.ConstructorError(
                 None, None, f"its aliases expand to more than {MAX_YAML_NODES} values", node.start_mark
             )
-        return node
+        return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: set[Hashable] = set()

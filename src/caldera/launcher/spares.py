@@ -19,9 +19,13 @@ When spares start, and at what priority:
   that nothing else wants, so they never slow the round's workers starting beside them (on a
   small node, spares importing torch at normal priority would slow the very restart they are
   meant to speed up). The spare's main thread, which runs the script, keeps normal priority.
-- A spare handed a round before its idle import finished raises that thread back to normal
-  priority (allowed with CAP_SYS_NICE or RLIMIT_NICE, e.g. as root); where it may not, it
-  execs the command afresh (a cold start, never a start stuck behind busy CPUs).
+- On a node whose CPUs are never idle (other work beside the job) an idle import would never
+  end, so after `IDLE_PATIENCE` seconds (5, when the round's workers are well under way) a spare
+  still importing goes on at normal priority, as every spare used to start 5 s into a round.
+- Going back to normal priority (at that deadline, or when a round takes the spare before its
+  import finished) raises the importing thread back (allowed with CAP_SYS_NICE or RLIMIT_NICE,
+  e.g. as root); where the pod may not, the spare execs itself afresh at normal priority (at the
+  deadline) or execs the command (a cold start when taken): never a start stuck behind busy CPUs.
 
 The cyclic garbage collector is off while a spare imports (it would walk the growing heap of
 module objects again and again: about a tenth of the import's CPU for torch), and what was
@@ -47,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
+IDLE_PATIENCE = 5.0  # seconds a refilled spare imports at idle priority before it goes on at normal priority
 # What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
 # mostly torch._dynamo, which DDP and torch.optim import on first use).
 DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "torch._dynamo")
@@ -54,8 +59,8 @@ DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.opt
 # Runs in the spare: import (on an idle-priority thread when asked), wait for the round, become the
 # worker. No caldera import: it must work with any interpreter that can run the user's script.
 ZYGOTE = """\
-import gc, json, os, runpy, sys, threading
-names, idle = json.loads(sys.argv[1]), sys.argv[2] == "idle"
+import gc, json, os, runpy, select, sys, threading
+names, idle, patience = json.loads(sys.argv[1]), sys.argv[2] == "idle", float(sys.argv[3])
 lock, wanted = threading.Lock(), []
 def preload():
     with lock:
@@ -72,8 +77,22 @@ def preload():
             pass
     gc.freeze()
     gc.enable()
+def leave_idle():
+    with lock:
+        wanted.append(True)
+        if not idle or not loader.is_alive():
+            return True
+        try:
+            os.sched_setscheduler(loader.native_id, os.SCHED_OTHER, os.sched_param(0))
+        except ProcessLookupError:
+            pass
+        except (AttributeError, OSError):
+            return False
+        return True
 loader = threading.Thread(target=preload, name="caldera-preload", daemon=True)
 loader.start()
+if idle and not select.select([0], [], [], patience)[0] and not leave_idle():
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-2], "now", "0"])
 line = sys.stdin.readline()
 if not line:
     os._exit(0)
@@ -81,13 +100,8 @@ job = json.loads(line)
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-with lock:
-    wanted.append(True)
-    if idle and loader.is_alive():
-        try:
-            os.sched_setscheduler(loader.native_id, os.SCHED_OTHER, os.sched_param(0))
-        except (AttributeError, OSError):
-            os.execvpe(job["command"][0], job["command"], job["env"])
+if not leave_idle():
+    os.execvpe(job["command"][0], job["command"], job["env"])
 loader.join()
 os.environ.clear()
 os.environ.update(job["env"])
@@ -127,8 +141,16 @@ class SparePool:
     started a process ends, so spares are started from the one thread that lives as long as
     the launcher)."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str], preload: Sequence[str], size: int) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        preload: Sequence[str],
+        size: int,
+        idle_patience: float = IDLE_PATIENCE,
+    ) -> None:
         self.command = list(command)
+        self.idle_patience = idle_patience
         self.form = warm_form(command) if preload else None
         self.env = dict(env)
         self.preload = list(preload)
@@ -144,8 +166,8 @@ class SparePool:
                 return
             self._ready = [p for p in self._ready if p.poll() is None]
             while len(self._ready) < self.size:
-                mode = "idle" if idle else "now"
-                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode])
+                mode, patience = ("idle", self.idle_patience) if idle else ("now", 0.0)
+                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode, str(patience)])
                 try:
                     proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
                 except OSError:

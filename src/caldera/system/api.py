@@ -113,7 +113,8 @@ class ClusterAPI(Protocol):
         ...
 
     def describe_job(self, namespace: str, name: str) -> JSON:
-        """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...]}"""
+        """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...],
+        "resourceVersion" (where given: the store's version read before the answer, to watch from)}"""
         ...
 
     def explain_job(self, namespace: str, name: str) -> JSON:

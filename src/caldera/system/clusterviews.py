@@ -65,12 +65,10 @@ class ClusterViews:
         return self._on_loop(run)
 
     def _allocated_on(self, node: str) -> dict[str, float]:
-        """What the scheduler counts as allocated on `node` (its pods' requests), the pod count aside."""
+        """What the scheduler counts as allocated on `node`: its pods' requests, and the pods as PODS."""
         state = self._plane.state
         index = state.node_index.get(node)
-        if index is None:
-            return {}
-        return {r: v for r, v in state.as_dict(state.used[:, index]).items() if r != PODS}
+        return {} if index is None else state.as_dict(state.used[:, index])
 
     def job_table(self) -> JSON:
         def run() -> JSON:

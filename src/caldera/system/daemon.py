@@ -299,6 +299,7 @@ class EmbeddedCluster:
 
     def describe_job(self, namespace: str, name: str) -> JSON:
         def run() -> JSON:
+            version = self.store.latest()  # read first: a watch from it misses no change after the answer
             job = self._job(namespace, name)
             pg = self.plane.podgroups.get(job.key)
             # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
@@ -310,6 +311,7 @@ class EmbeddedCluster:
             saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
             fresh = self.plane.events[self.state.events_saved :]
             return {
+                "resourceVersion": version,
                 "job": persist.job_record(job),
                 "summary": self._summary(job),
                 "podgroup": pg.to_dict() if pg else None,

@@ -93,26 +93,30 @@ def allocations(
     node: str | None = None,
     pods_up_to: int | None = None,
 ) -> list[JSON]:
-    """Per node (or only `node`): what it has, what is allocated (`allocated(node)`: the scheduler's count),
-    and the pods on it with the GPUs each holds (`gpus`: pod key → node, ids); a node of more than
-    `pods_up_to` pods lists only its GPU holders, so the pass over the pods does nothing else per pod."""
-    on: dict[str, list[o.Pod]] = {name: [] for name in nodes if node in (None, name)}
-    for p in pods.values():
-        placed = on.get(p.node_name)
-        if placed is not None and not p.finished:
-            placed.append(p)
-    holding: dict[str, list[o.Pod]] = {}
+    """Per node (or only `node`): what it has, what is allocated and how many pods occupy it
+    (`allocated(node)`: the scheduler's count, the pods as PODS), and the pods on it with the GPUs each
+    holds (`gpus`: pod key → node, ids). A node of more than `pods_up_to` pods lists only its GPU holders;
+    when every node is such a node, the pods are not gone through at all."""
+    names = [name for name in nodes if node in (None, name)]
+    held = {name: allocated(name) for name in names}
+    counts = {name: int(held[name].get(PODS, 0.0)) for name in names}
+    every = {name: pods_up_to is None or counts[name] <= pods_up_to for name in names}
+    on: dict[str, list[o.Pod]] = {name: [] for name in names if every[name] and counts[name]}
+    if on:
+        for p in pods.values():
+            placed = on.get(p.node_name)
+            if placed is not None and not p.finished:
+                placed.append(p)
     for key, (name, ids) in gpus.items():
-        holder = pods.get(key) if ids else None
-        if holder is not None and holder.node_name == name and name in on and not holder.finished:
-            holding.setdefault(name, []).append(holder)
+        holder = pods.get(key) if ids and name in counts and not every[name] else None
+        if holder is not None and holder.node_name == name and not holder.finished:
+            on.setdefault(name, []).append(holder)
     items = []
-    for name in sorted(on, key=_node_order):
+    for name in sorted(names, key=_node_order):
         n = nodes[name]
         count = int(n.allocatable.get(GPU, 0.0) / 1000)
         offset = int(n.labels.get(GPU_OFFSET_LABEL, "0") or 0)  # a node's GPUs are ids offset … offset+gpus-1
-        every = pods_up_to is None or len(on[name]) <= pods_up_to
-        listed = sorted(on[name] if every else holding.get(name, []), key=lambda p: (p.namespace, p.name))
+        listed = sorted(on.get(name, []), key=lambda p: (p.namespace, p.name))
         items.append(
             {
                 "name": name,
@@ -120,10 +124,12 @@ def allocations(
                 "virtualGpus": GPU in n.virtual_resources,
                 "gpus": count,
                 "gpuIds": list(range(offset, offset + count)),
-                "allocatable": format_resource_list(n.allocatable),
-                "allocated": format_resource_list({k: v for k, v in allocated(name).items() if k in n.allocatable}),
-                "podCount": len(on[name]),
-                "podsListed": "all" if every else "gpu",
+                "allocatable": _formatted(tuple(n.allocatable.items())),
+                "allocated": _formatted(
+                    tuple((k, v) for k, v in held[name].items() if k in n.allocatable and k != PODS)
+                ),
+                "podCount": counts[name],
+                "podsListed": "all" if every[name] else "gpu",
                 "pods": [
                     {
                         "namespace": p.namespace,
@@ -181,13 +187,18 @@ def _queue(q: o.Queue, share: QueueShare | None, jobs: Counter[str]) -> JSON:
 
 
 @functools.lru_cache(maxsize=1024)
-def _formatted(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
+def _formatting(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
     return format_resource_list({k: v for k, v in amounts if v > 0})
 
 
+def _formatted(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
+    """Amounts as quantities: nodes and pods mostly have the same few, so each is formatted once."""
+    return dict(_formatting(amounts))
+
+
 def _quantities(requests: Mapping[str, float]) -> dict[str, str]:
-    """A pod's requests as quantities; pods mostly ask for the same few things, so each is formatted once."""
-    return dict(_formatted(tuple(requests.items())))
+    """A pod's requests as quantities (those it asks for)."""
+    return _formatted(tuple(requests.items()))
 
 
 def _pod_phase(p: o.Pod) -> str:
