@@ -291,8 +291,10 @@ class KubeController:
         name = obj["metadata"]["name"]
         if change == "DELETED":
             self._node_seen.pop(name, None)
+            self.pods.gone_nodes.add(name)
             self.plane.node_down(name)
             return
+        self.pods.gone_nodes.discard(name)
         node = node_from_api(obj, self._node_used.get(name))
         seen = (node.allocatable, node.labels, node.taints, node.unschedulable, node.ready)
         if self._node_seen.get(name) == seen:
