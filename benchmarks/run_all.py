@@ -11,6 +11,7 @@ HERE = Path(__file__).resolve().parent
 for script in (
     "allocate_throughput.py",
     "philly_replay.py",
+    "simulate_throughput.py",
     "embedded_latency.py",
     "elastic_recovery.py",
     "dashboard_load.py",

@@ -98,10 +98,16 @@ def main() -> None:
         shutil.rmtree(OUT)  # generated: a seed no longer studied must not leave its report behind
     parts: list[Part] = []
     lossless = ["--checkpoint-interval", "0"]  # a preempted job resumes where it stopped, as the papers assume
+    costs = ["--costs", "realistic"]  # start, resume, save and spread cost what sim/costs.py says
     for title, extra, slug in (
-        ("The Pollux/Sia sample", lossless, "pollux"),
-        ("The same samples, jobs that cannot checkpoint", [], "pollux-nockpt"),
-        (f"The same samples at {RATE:g}× the load", [*lossless, "--rate-scale", f"{RATE:g}"], f"pollux-x{RATE:g}"),
+        ("The Pollux/Sia sample", [*lossless, *costs], "pollux"),
+        ("The same samples, jobs that cannot checkpoint", costs, "pollux-nockpt"),
+        (
+            f"The same samples at {RATE:g}× the load",
+            [*lossless, *costs, "--rate-scale", f"{RATE:g}"],
+            f"pollux-x{RATE:g}",
+        ),
+        ("The same samples, free preemption and placement (Tiresias' simulator's model)", lossless, "pollux-free"),
     ):
         runs = []
         for seed in args.seeds:
@@ -112,7 +118,8 @@ def main() -> None:
     if not args.skip_full:
         full_policies = args.full_policies or policies
         run = compare(
-            ["--policies", full_policies, "--trace", "philly", "--cluster", "preset:philly-full"], OUT / "full"
+            ["--policies", full_policies, "--trace", "philly", "--cluster", "preset:philly-full", *costs],
+            OUT / "full",
         )
         parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run]))
     _save_parts(parts)

@@ -27,7 +27,8 @@ It logs, on every rank, lines that tests and benchmarks parse (time is Unix seco
     epoch=4 world=3 rank=0 restart=1 loss=0.1234 time=...    each epoch (loss: global training mean)
 
 and at the end, on rank 0, `test accuracy 0.973`. Bad options or environment: one line on
-stderr, exit code 2.
+stderr, exit code 2. `--stop-file PATH` ends the run early, after the epoch during which PATH
+appeared (for a run whose end a test or an operator decides).
 """
 
 from __future__ import annotations
@@ -229,7 +230,8 @@ def train(args: argparse.Namespace, here: World, checkpoint: Checkpoint | None) 
                 )
             if args.step_delay > 0:
                 CLOCK.sleep(args.step_delay)
-        (total,) = all_reduce_sums(loss_sum)
+        # The stop file's presence rides on the loss all-reduce, so every rank stops after the same epoch.
+        total, stop = all_reduce_sums(loss_sum, float(args.stop_file is not None and args.stop_file.exists()))
         state: dict[str, Any] = {
             "model": net.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -241,6 +243,8 @@ def train(args: argparse.Namespace, here: World, checkpoint: Checkpoint | None) 
             f"epoch={epoch + 1} world={ranks} rank={here.rank} restart={here.restart_count}"
             f" loss={total / (steps_per_epoch * batch):.4f} time={now()}"
         )
+        if stop > 0:
+            break
     return evaluate(model, data, here)
 
 
@@ -259,6 +263,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " a run id: outside the working directory, so a run from the repository writes nothing into it)",
     )
     parser.add_argument("--step-delay", type=float, default=0.0, help="seconds to sleep after each step")
+    parser.add_argument(
+        "--stop-file",
+        type=Path,
+        default=None,
+        help="end training early, after the epoch during which this file appeared (seen by any rank)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the rendezvous and each collective")
     args = parser.parse_args(argv)
     if args.epochs < 1:

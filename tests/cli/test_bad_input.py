@@ -6,6 +6,7 @@ of an otherwise good run and runs the real command in its own process.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,12 @@ def workload_with(change: Callable[[dict[str, Any]], None]) -> str:
     doc = good_workload()
     change(doc)
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def workload_with_json(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    doc = good_workload()
+    change(doc)
+    return doc
 
 
 def spec(doc: dict[str, Any]) -> dict[str, Any]:
@@ -237,3 +244,51 @@ def test_a_directory_for_a_file_is_one_line(tmp_path: Path) -> None:
     result = caldera("simulate", "--cluster", tmp_path, "--workload", files["workload"])
     assert result.code == 2
     assert result.stderr.count("\n") == 1 and str(tmp_path) in result.stderr
+
+
+JSON_CASES = [
+    pytest.param(
+        '{"jobs": [\n  {"submitTime": 0,}\n]}\n', "", "line 2, column 19: not valid JSON", id="json-syntax-error"
+    ),
+    pytest.param(
+        json.dumps({"jobs": [{"submitTime": "soon"}]}), "jobs[0].manifest", "is required", id="json-missing-manifest"
+    ),
+    pytest.param(
+        json.dumps({"jobs": [{"submitTime": -1, "manifest": good_workload()["jobs"][0]["manifest"]}]}),
+        "jobs[0].submitTime",
+        "must be >= 0",
+        id="json-negative-time",
+    ),
+    pytest.param(
+        json.dumps(workload_with_json(lambda d: spec(d).update(minAvailable=3))),
+        "jobs[0].manifest.spec.minAvailable",
+        "more than",
+        id="json-min-available-above-replicas",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "rule"), JSON_CASES)
+def test_a_json_workload_is_read_with_json_and_its_errors_name_file_field_and_rule(
+    tmp_path: Path, text: str, path: str, rule: str
+) -> None:
+    files = write_inputs(tmp_path, Case("cluster", yaml.safe_dump(CLUSTER), "", ""))
+    workload = tmp_path / "workload.json"
+    workload.write_text(text)
+    result = caldera("simulate", "--cluster", files["cluster"], "--workload", workload)
+    assert result.code == 2, result.stderr
+    line = result.stderr.strip()
+    assert line.count("\n") == 0 and "Traceback" not in result.stderr
+    assert f"{workload}: {path}" in line and rule in line
+
+
+def test_a_json_workload_gives_the_report_its_yaml_twin_gives(tmp_path: Path) -> None:
+    files = write_inputs(tmp_path, Case("cluster", yaml.safe_dump(CLUSTER), "", ""))
+    twin = tmp_path / "workload.json"
+    twin.write_text(json.dumps(good_workload()))
+    reports = [
+        caldera("simulate", "--cluster", files["cluster"], "--workload", w, "-o", "json")
+        for w in (files["workload"], twin)
+    ]
+    assert [r.code for r in reports] == [0, 0]
+    assert reports[0].stdout == reports[1].stdout and json.loads(reports[0].stdout)["jobs"]

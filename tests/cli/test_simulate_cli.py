@@ -66,10 +66,18 @@ def test_until_stops_the_clock(tmp_path: Path) -> None:
     assert [j["endTime"] for j in report["jobs"]] == [None, None]
 
 
-def test_table_output_for_people() -> None:
+def test_table_output_for_people_is_a_summary_and_the_jobs() -> None:
     result = caldera("simulate", *GANG)
     assert result.code == 0
-    for heading in ("Jobs", "Pods", "Events", "avgJCT"):
+    for heading in ("avg JCT (h)", "GPU util", "max wait, largest class (h)", "Jobs"):
+        assert heading in result.stdout
+    assert "Pods" not in result.stdout and "Events" not in result.stdout, "per-pod rows only with --pods"
+
+
+def test_pods_flag_adds_every_pod_attempt_and_event() -> None:
+    result = caldera("simulate", *GANG, "--pods")
+    assert result.code == 0
+    for heading in ("avg JCT (h)", "Jobs", "Pods", "Events"):
         assert heading in result.stdout
 
 

@@ -6,7 +6,8 @@ in its log (daemon.log) how the cluster was shut down. With CALDERA_FAKE_DAEMON_
 set it fails at start, as a daemon with a broken cluster would.
 
 `VerbsFake` is the FakeCluster with `watch` playing the events a test scripted
-(`watch_events`). The verb tests use it too.
+(`watch_events`; a callable among them is called when the watch reaches it, to change the
+cluster between two events). The verb tests use it too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from caldera.server.__main__ import run
@@ -26,7 +27,7 @@ from caldera.utils.clock import Clock
 class VerbsFake(FakeCluster):
     def __init__(self, log_dir: Path, *, clock: Clock | None = None, nodes: list[JSON] | None = None) -> None:
         super().__init__(log_dir, clock=clock, nodes=nodes)
-        self.watch_events: list[JSON] = []
+        self.watch_events: list[JSON | Callable[[], object]] = []
         self.watches: list[tuple[tuple[str, ...], str | None]] = []
 
     def watch(
@@ -37,7 +38,11 @@ class VerbsFake(FakeCluster):
         timeout: float | None = None,
     ) -> Iterator[JSON]:
         self.watches.append((kinds, namespace))
-        yield from self.watch_events
+        for event in self.watch_events:
+            if callable(event):
+                event()
+            else:
+                yield event
 
 
 class LoggingFake(VerbsFake):

@@ -179,4 +179,4 @@ def test_get_watch_prints_the_pods_then_a_row_per_change(run: Run, fake: VerbsFa
 def test_get_watch_with_a_selector_follows_the_jobs(run: Run, fake: VerbsFake) -> None:
     fake.watch_events = []
     assert run("get", "-l", "team=a", "-w").exit_code == 0
-    assert fake.watches == [(("Job",), "default")]
+    assert fake.watches == [(("Job", "PodGroup"), "default")]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from caldera.core.errors import CalderaError
 
 from .conftest import CREATED, Run
 from .fake_daemon import VerbsFake
@@ -117,17 +120,70 @@ def test_list_watch_prints_the_table_then_a_row_per_change(run: Run, fake: Verbs
         job_event("DELETED", "a-long-job-name-here", "Running"),
     ]
     r = run("list", "-w")
-    assert r.exit_code == 0 and fake.watches == [(("Job",), "default")]
+    assert r.exit_code == 0 and fake.watches == [(("Job", "PodGroup"), "default")]
     rows = [line.split() for line in r.stdout.splitlines()]
     assert rows == [
-        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"],
-        ["a-long-job-name-here", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s"],
-        ["b", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-"],
-        ["b", "-", "default", "Running", "1/2", "0", "2", "2m5s", "2m"],
-        ["a-long-job-name-here", "-", "-", "Deleted", "-", "-", "-", "-", "-"],
+        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"],
+        ["a-long-job-name-here", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m5s", "-"],
+        ["b", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "-"],
+        ["b", "-", "default", "Running", "1/2", "0", "2", "2m5s", "2m", "-"],
+        ["a-long-job-name-here", "-", "-", "Deleted", "-", "-", "-", "-", "-", "-"],
     ]
     lines = r.stdout.splitlines()
     assert len({line.index("QUEUE") if "QUEUE" in line else line.index("default") for line in lines[:4]}) == 1
+
+
+def podgroup_event(kind: str, name: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "default", "creationTimestamp": CREATED}
+    return {"type": kind, "object": {"kind": "PodGroup", "metadata": meta, "status": {"phase": "Inqueue"}}}
+
+
+def test_list_watch_says_why_a_job_waits_as_list_does(run: Run, fake: VerbsFake) -> None:
+    fake.apply(job("big"))
+    fake.set_waiting("default", "big", "Unschedulable", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+    fake.watch_events = [
+        job_event("ADDED", "big", "Pending"),
+        podgroup_event("ADDED", "big-4f1c"),
+        bookmark(),
+        lambda: fake.set_waiting(
+            "default", "big", "NeverFits", "task worker: no node has 1 nvidia.com/gpu", never=True
+        ),
+        podgroup_event("MODIFIED", "big-4f1c"),  # the scheduler's verdict changed: the job's row again
+        podgroup_event("MODIFIED", "big-4f1c"),  # nothing shown changed: no row
+        podgroup_event("MODIFIED", "other-1"),  # not a job shown
+        lambda: fake.set_waiting("default", "big", "", ""),
+        job_event("MODIFIED", "big", "Running", running=2, start=CREATED + 5),
+    ]
+    r = run("list", "-w")
+    assert r.exit_code == 0, r.output
+    rows = [line.split() for line in r.stdout.splitlines()]
+    assert rows == [
+        ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"],
+        ["big", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "Unschedulable"],
+        ["big", "-", "default", "Pending", "0/2", "0", "2", "2m5s", "-", "NeverFits"],
+        ["big", "-", "default", "Running", "2/2", "0", "2", "2m5s", "2m", "-"],
+    ]
+    assert run("list").stdout.splitlines()[0].split() == rows[0]  # the columns `list` prints
+
+
+def test_list_watch_follows_the_jobs_alone_where_a_watch_takes_one_kind(
+    run: Run, fake: VerbsFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    played = fake.watch
+
+    def one_kind(kinds: tuple[str, ...] = (), namespace: str | None = None, **_: Any) -> Iterator[dict[str, Any]]:
+        if len(kinds) != 1:  # as the Kubernetes client says it
+            raise CalderaError("on Kubernetes one kind is watched at a time: Job or Pod")
+        yield from played(kinds, namespace)
+
+    monkeypatch.setattr(fake, "watch", one_kind)
+    fake.apply(job("big"))
+    fake.set_waiting("default", "big", "Unschedulable", "0/2 nodes are available")
+    fake.watch_events = [job_event("ADDED", "big", "Pending"), bookmark()]
+    r = run("list", "-w")
+    assert r.exit_code == 0, r.output
+    assert fake.watches == [(("Job",), "default")]
+    assert [line.split()[-1] for line in r.stdout.splitlines()] == ["REASON", "Unschedulable"]
 
 
 def test_list_watch_all_namespaces_and_json_lines(run: Run, fake: VerbsFake) -> None:

@@ -118,3 +118,11 @@ def test_longest_wait_per_size_class_counts_jobs_still_waiting() -> None:
         job("big", 10, None, None, gpus=64),  # still waiting at the horizon 100: waited 90 so far
     ]
     assert m.longest_waits(jobs, 100) == {"1": 7, "5-8": 2, ">32": 90}
+
+
+def test_a_wait_after_a_preemption_counts_where_up_times_are_reported() -> None:
+    """Started at once (queueing delay 0), preempted, resumed: submitted 0, ended 10,000, up 4,000 s in all:
+    it waited 6,000 s. A job still up at the horizon waited only before it came up."""
+    preempted = m.JobRecord("p", "q", 16, 0.0, 0.0, 10_000.0, preemptions=1, run_seconds=4000.0)
+    running = m.JobRecord("r", "q", 1, 0.0, 50.0, None, run_seconds=950.0)
+    assert m.longest_waits([preempted, running], 1000.0) == {"1": 50.0, "9-32": 6000.0}

@@ -9,7 +9,7 @@ from .kit import job, small_cluster, wait_phase
 
 def test_events_in_memory_are_bounded_and_describe_still_shows_all(tmp_path: Path) -> None:
     cluster = small_cluster(tmp_path / "caldera")
-    cluster.EVENTS_IN_MEMORY = 5
+    cluster.state.EVENTS_IN_MEMORY = 5
     try:
         cluster.apply(job("many", ["sh", "-c", "echo hi"], replicas=6))
         wait_phase(cluster, "many", "Completed")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from caldera.system.timeline import job_of, pod_timeline
+from caldera.system.timeline import Timeline, job_of, pod_timeline
 
 
 def ev(
@@ -50,6 +50,28 @@ def test_a_run_from_bind_to_its_end() -> None:
     ]
     first = pod_timeline(events)["items"][0]
     assert (first["job"], first["task"], first["restart"]) == ("train", "worker", False)
+
+
+def test_events_folded_in_as_they_come_give_what_all_of_them_at_once_give() -> None:
+    events = [
+        ev(1, "Bind", "late-w-0", node="n"),  # its job's first JobPhase comes after: its job is found then
+        submitted("late", time=2),
+        ev(3, "Bind", "a-w-0", node="n"),
+        ev(4, "Preempt", "a-w-0", node="n", reason="Preempt", message="for default/late"),
+        ev(5, "PodRestart", "late-w-0", node="n", reason="Restarted", message="exit code 1"),
+        ev(6, "PodDeleted", "a-w-0", node="n"),
+        ev(7, "PodPhase", "late-w-0", node="n", reason="Succeeded", message="exit code 0"),
+    ]
+    events = [{**e, "id": i} for i, e in enumerate(events, 1)]
+    whole = pod_timeline(events)
+    timeline, seen = Timeline(), []
+    for cut in range(len(events) + 1):  # an answer after each event, as the daemon gives one per request
+        timeline.add(events[timeline.last : cut])
+        seen.append(timeline.query())
+    assert timeline.last == len(events) and seen[-1] == whole
+    assert [s["job"] for s in seen[1]["items"]] == [""] and [s["job"] for s in seen[2]["items"]] == ["late"]
+    assert seen[3]["items"][1]["outcome"] == "Running" and seen[6]["items"][1]["outcome"] == "Preempted"
+    assert timeline.query(job="late", since=5.5) == {"items": [whole["items"][2]], "truncated": False}
 
 
 def test_a_running_pod_has_an_open_run() -> None:

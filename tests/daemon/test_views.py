@@ -89,6 +89,29 @@ def test_allocations_name_each_pods_gpus(cluster: EmbeddedCluster) -> None:
     pod = nodes[held["a-worker-0"][0]]["pods"][0]
     assert pod["job"] == "a" and pod["task"] == "worker" and pod["requests"][GPU] == "1"
     assert sum(int(n["allocated"].get(GPU, "0")) for n in nodes.values()) == 3
+    assert all(n["podsListed"] == "all" and n["podCount"] == len(n["pods"]) for n in nodes.values())
+
+
+def test_allocations_of_one_node_and_of_nodes_with_many_pods(cluster: EmbeddedCluster) -> None:
+    cluster.apply(gpu_job("a", 2, 2, sleeper()))  # a node's two GPUs each
+    cluster.apply(job("b", sleeper(), replicas=4))  # no GPU
+    running(cluster, "a", 2)
+    running(cluster, "b", 4)
+    full = {n["name"]: n for n in cluster.allocations()["items"]}
+    brief = {n["name"]: n for n in cluster.allocations(pods_up_to=2)["items"]}
+    assert sum(n["podCount"] for n in brief.values()) == 6
+    for name, n in brief.items():
+        every = n["podCount"] <= 2
+        assert n["podsListed"] == ("all" if every else "gpu")
+        assert n["pods"] == (full[name]["pods"] if every else [p for p in full[name]["pods"] if p["gpus"]])
+        assert {k: v for k, v in n.items() if k not in ("pods", "podsListed", "time")} == {
+            k: v for k, v in full[name].items() if k not in ("pods", "podsListed", "time")
+        }
+    assert [p["job"] for n in brief.values() for p in n["pods"] if n["podsListed"] == "gpu"] == ["a"] * sum(
+        n["podsListed"] == "gpu" for n in brief.values()
+    )
+    assert [n["name"] for n in cluster.allocations(node="node-1")["items"]] == ["node-1"]
+    assert cluster.allocations(node="node-9")["items"] == []
 
 
 def test_the_timeline_shows_each_run_with_its_outcome(cluster: EmbeddedCluster) -> None:
@@ -146,3 +169,10 @@ def test_the_job_table_has_the_fields_of_the_full_jobs(cluster: EmbeddedCluster)
 
     same(row, full)
     assert row["status"]["running"] == 2 and row["spec"]["tasks"] == [{"name": "worker", "replicas": 2}]
+
+
+def test_describe_says_the_version_to_watch_from(cluster: EmbeddedCluster) -> None:
+    cluster.apply(job("d", sleeper()))
+    before = cluster.info()["resourceVersion"]
+    seen = cluster.describe_job("default", "d")
+    assert before <= seen["resourceVersion"] <= cluster.info()["resourceVersion"]

@@ -58,7 +58,7 @@ def test_every_page_renders_without_console_errors_screenshots(tab: Tab, daemon:
     for name in ("train", "huge", "quick"):
         assert page.locator(f"#jobs tr[data-job='default/{name}']").count() == 1
     page.select_option("#filter-phase", "Completed")
-    assert page.locator("#jobs tbody tr:not([hidden])").count() == 1 and "phase=Completed" in page.url
+    assert page.locator("#jobs tbody tr[data-job]").count() == 1 and "phase=Completed" in page.url
     page.select_option("#filter-phase", "")
     tab.shot("jobs")
 
@@ -172,6 +172,18 @@ def test_a_wrong_or_missing_token_gets_the_login_page_never_data(tab: Tab, daemo
     page.goto(tab.url + "/jobs")
     assert page.url.startswith(f"{tab.url}/login?next=")
     daemon.ok("delete", "private")
+
+
+def test_the_job_page_links_the_jobs_tensorboard(tab: Tab, daemon: Caldera, tmp_path: Path) -> None:
+    manifest = job_manifest("boarded", SLEEPER)
+    manifest["metadata"]["annotations"] = {"caldera.dev/tensorboard-logdir": str(tmp_path / "runs")}
+    daemon.apply(manifest)
+    url = daemon.ok("tensorboard", "boarded").strip()  # what `caldera tensorboard` prints
+    tab.log_in("/jobs/default/boarded")
+    link = tab.page.locator("#tensorboard")
+    expect(link).to_have_attribute("href", url, timeout=TIMEOUT_MS)
+    assert link.get_attribute("target") == "_blank" and link.get_attribute("rel") == "noopener"
+    daemon.ok("delete", "boarded")  # its TensorBoard goes with it
 
 
 def test_scale_an_elastic_job_from_the_page(tab: Tab, daemon: Caldera) -> None:

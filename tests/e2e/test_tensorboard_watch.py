@@ -16,7 +16,7 @@ import pytest
 
 from caldera.testing.waiting import wait_until
 
-from .conftest import CALDERA, REPO, Caldera, job_manifest
+from .conftest import CALDERA, REPO, SLEEPER, Caldera, job_manifest
 
 pytestmark = pytest.mark.e2e
 
@@ -101,7 +101,15 @@ def test_list_watch_shows_a_job_from_submit_to_completed(caldera: Caldera) -> No
     reader.start()
     try:
         wait_until(lambda: bool(lines), timeout=30, what="the header", condition=seen)
-        assert lines[0] == ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION"]
+        assert lines[0] == ["NAME", "TYPE", "QUEUE", "PHASE", "RUNNING", "RETRIES", "MIN", "AGE", "DURATION", "REASON"]
+        caldera.apply(job_manifest("greedy", SLEEPER, gpus=1))  # a machine without GPUs: it can never run
+        wait_until(
+            lambda: any(row[:4] == ["greedy", "-", "default", "Pending"] and row[-1] == "NeverFits" for row in lines),
+            timeout=60,
+            what="the row saying why greedy waits",
+            condition=seen,
+        )
+        caldera.ok("delete", "greedy")
         caldera.apply(job_manifest("watched", ["sh", "-c", "echo hi"], replicas=2))
         wait_until(
             lambda: any(row[:4] == ["watched", "-", "default", "Completed"] for row in lines),

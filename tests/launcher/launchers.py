@@ -73,7 +73,7 @@ class Launchers:
         *,
         np: str = "3",
         ttl: int = 2,
-        elastic_timeout: float = 30.0,
+        elastic_timeout: float | None = 30.0,  # None: not configured
         max_restarts: int = 3,
         server: str | None = None,
         job: str | None = None,
@@ -85,10 +85,10 @@ class Launchers:
             "--job-id", job or self.job,
             "--np", np,
             "--ttl", str(ttl),
-            "--elastic-timeout", str(elastic_timeout),
             "--max-restarts", str(max_restarts),
             "--grace", "2",
             "--preload", preload,  # warm spares on every test, with a module that imports in no time
+            *(["--elastic-timeout", str(elastic_timeout)] if elastic_timeout is not None else []),
             "--", sys.executable, str(WORKER), str(self.workdir),
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if k not in _SETTINGS_ENV}
@@ -113,6 +113,15 @@ class Launchers:
             interval=0.02,
         )
         return [self.started(p, round_) or {} for p in pods]
+
+    def latest_round(self, pods: list[str], world: int) -> int | None:
+        """The highest round in which every pod of `pods` started a worker of a world of `world` processes."""
+        rounds = [
+            n
+            for n in range(64)
+            if all((e := self.started(p, n)) is not None and e["WORLD_SIZE"] == str(world) for p in pods)
+        ]
+        return max(rounds, default=None)
 
     def release(self, code: int = 0, pod: str | None = None, round_: int | None = None) -> None:
         name = "exit" + (f"-{pod}" if pod else "") + (f"-r{round_}" if round_ is not None else "")

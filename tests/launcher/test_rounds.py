@@ -5,10 +5,19 @@ from __future__ import annotations
 import pytest
 
 from caldera.launcher.records import Round
-from caldera.launcher.rounds import Limits, Readiness, assign_ranks, desired_size, judge, readiness
+from caldera.launcher.rounds import (
+    DEFAULT_ELASTIC_TIMEOUT,
+    Limits,
+    Readiness,
+    assign_ranks,
+    desired_size,
+    judge,
+    readiness,
+)
 
 FT3 = Limits(lo=3, hi=3, max_restarts=3, elastic_timeout=30.0)
 ELASTIC = Limits(lo=2, hi=4, max_restarts=3, elastic_timeout=30.0)
+UNCONFIGURED = Limits(lo=2, hi=4, max_restarts=3, elastic_timeout=None)  # --np 2:4 without --elastic-timeout
 
 
 @pytest.mark.parametrize(
@@ -157,3 +166,38 @@ def test_an_exhausted_round_proposes_nothing():
     current = Round(3, ("a", "b", "c"), 2)
     v = judge(current, ["a", "b", "c"], set(), None, limits, 0.0)
     assert v.proposal is None and v.broken == "restart budget used up"
+
+
+# ---- waiting only for a size someone asked for (`--np MIN:MAX` without --elastic-timeout)
+
+
+def test_unannounced_a_member_left_re_forms_with_the_survivors_at_once():
+    current = Round(2, ("a", "b", "c"))
+    v = judge(current, ["a", "c"], set(), None, UNCONFIGURED, 0.0)
+    assert v.broken == "member left" and v.proposal == Round(3, ("a", "c"), 0)
+
+
+def test_unannounced_a_newcomer_makes_the_group_grow_at_once():
+    current = Round(3, ("a", "c"))
+    v = judge(current, ["a", "c", "d"], set(), None, UNCONFIGURED, 0.0)
+    assert v.broken is None and v.proposal == Round(4, ("a", "c", "d"), 0)
+
+
+def test_unannounced_the_first_round_forms_with_min_and_never_below():
+    v = judge(None, ["a"], set(), None, UNCONFIGURED, 99.0)
+    assert v.proposal is None and (v.wanted, v.have) == (2, 1)  # waiting for MIN, not MAX
+    assert judge(None, ["a", "b"], set(), None, UNCONFIGURED, 0.0).proposal == Round(0, ("a", "b"), 0)
+
+
+def test_an_announced_size_is_waited_for_the_default_timeout():
+    current = Round(2, ("a", "b", "c"))
+    v = judge(current, ["a", "c"], set(), 3, UNCONFIGURED, 5.0)
+    assert v.proposal is None and v.wait_s == pytest.approx(DEFAULT_ELASTIC_TIMEOUT - 5.0) and v.wanted == 3
+    v = judge(current, ["a", "c"], set(), 3, UNCONFIGURED, DEFAULT_ELASTIC_TIMEOUT)
+    assert v.proposal == Round(3, ("a", "c"), 0)
+
+
+def test_a_fixed_size_waits_for_a_replacement_whatever_the_timeout():
+    limits = Limits(lo=3, hi=3, max_restarts=3, elastic_timeout=None)
+    v = judge(Round(0, ("a", "b", "c")), ["a", "c"], set(), None, limits, 1000.0)
+    assert v.broken == "member left" and v.proposal is None and (v.wanted, v.have) == (3, 2)

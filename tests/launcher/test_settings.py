@@ -17,7 +17,13 @@ CMD = ["--", "python", "train.py", "--lr", "0.1"]
 def test_flags_and_defaults():
     s = parse(["--elastic-server", "10.0.0.5:2379", "--job-id", "j1", "--np", "2:4", *CMD], {})
     assert (s.server, s.job_id, s.lo, s.hi) == ("10.0.0.5:2379", "j1", 2, 4)
-    assert (s.nproc, s.max_restarts, s.elastic_timeout, s.ttl, s.grace) == (1, 3, 30.0, 5, 5.0)
+    assert (s.nproc, s.max_restarts, s.elastic_timeout, s.ttl, s.grace) == (
+        1,
+        3,
+        None,
+        5,
+        5.0,
+    )  # no timeout: see rounds
     assert s.command == ("python", "train.py", "--lr", "0.1") and s.pod == ""
 
 

@@ -54,8 +54,8 @@ def test_a_spare_becomes_the_worker_with_the_round_s_environment(tmp_path: Path)
         assert proc is not None
         assert proc.wait(timeout=30) == 3  # the script's exit code
         assert pool.start({}) is None  # the one spare is taken: the next worker would start cold
-        pool.refill_later(0.05)  # behind the round: a new spare for the next one
-        wait_until(lambda: pool.waiting() == 1, timeout=30, what="a new spare")
+        pool.refill()  # behind the round: a new spare for the next one
+        assert pool.waiting() == 1
     finally:
         pool.close()
     assert pool.waiting() == 0
@@ -69,6 +69,76 @@ def test_a_spare_becomes_the_worker_with_the_round_s_environment(tmp_path: Path)
         "preloaded": True,
         "stdin": "",
     }
+
+
+def policies(pid: int) -> dict[int, int]:
+    """The scheduling policy of each thread of `pid` by thread id (field 41 of /proc/PID/task/TID/stat)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        stat = (task / "stat").read_text()
+        found[int(task.name)] = int(stat[stat.rindex(")") + 2 :].split()[38])
+    return found
+
+
+def loader_policy(pid: int) -> int | None:
+    """The policy of the spare's importing thread (its one thread besides the main one)."""
+    others = [policy for tid, policy in policies(pid).items() if tid != pid]
+    return others[0] if len(others) == 1 else None
+
+
+SLOW_MODULE = """\
+import os, select
+while not os.path.exists(os.environ["RELEASE"]):
+    select.select([], [], [], 0.02)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_a_refill_imports_at_idle_priority_and_a_spare_taken_early_is_raised_back(tmp_path: Path) -> None:
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)  # an import that lasts until the test releases it
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, slowmod; sys.exit(5)\n")
+    release = tmp_path / "release"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "RELEASE": str(release)}
+    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1, idle_patience=600.0)  # idle until taken
+    try:
+        pool.refill()
+        (spare,) = pool._ready
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
+        assert policies(spare.pid)[spare.pid] == os.SCHED_OTHER  # the thread that will run the script
+        proc = pool.start(env)
+        assert proc is spare
+        if os.geteuid() == 0:  # CAP_SYS_NICE: raised back in place
+            wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="the import raised back")
+        release.touch()
+        assert proc.wait(timeout=30) == 5  # ran the script (in place, or afresh where it may not raise it)
+    finally:
+        release.touch()
+        pool.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_an_idle_import_goes_on_at_normal_priority_after_its_patience(tmp_path: Path) -> None:
+    """On a node whose CPUs are never idle an idle import would never end: after its patience it stops being idle."""
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, slowmod; sys.exit(6)\n")
+    release = tmp_path / "release"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "RELEASE": str(release)}
+    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1, idle_patience=0.5)
+    try:
+        pool.refill()
+        (spare,) = pool._ready
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
+        # raised back in place (CAP_SYS_NICE), or the spare started afresh at normal priority
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="a normal-priority import")
+        proc = pool.start(env)
+        assert proc is spare
+        release.touch()
+        assert proc.wait(timeout=30) == 6
+    finally:
+        release.touch()
+        pool.close()
 
 
 def test_preload_none_turns_spares_off() -> None:

@@ -15,17 +15,17 @@ from __future__ import annotations
 import bisect
 import random
 from functools import cache
-from pathlib import Path
 
 from caldera.scheduler.policies import load_policy
 from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.engine import CHECKPOINT_INTERVAL, Simulation
 from caldera.sim.inputs import Cluster, Workload
+from caldera.sim.presets import PHILLY_TRACE, traces_dir
 from caldera.sim.report import build
 from caldera.sim.traces import TraceRow, philly_arrivals, queues_of, read_philly
 from caldera.testing.builders import make_node
 
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "philly-derived" / "philly.csv"
+TRACE = traces_dir() / PHILLY_TRACE  # $CALDERA_TRACES, else ../shared/traces next to the repository
 WINDOW = 8 * 3600.0
 JOBS = 200
 MAX_GPUS = 16

@@ -52,9 +52,12 @@ def test_a_missing_file_is_a_validation_error(tmp_path: Path) -> None:
     [
         ("fifo-nogang", ("allocate", "backfill"), {"gang", "proportion"}),
         ("volcano-default", ("enqueue", "allocate", "backfill"), {"sla", "las"}),
-        ("caldera-default", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"las", "srtf"}),
+        ("kube-default", ("allocate", "backfill"), {"gang", "proportion", "binpack"}),
+        ("gang-fifo-backfill", ("allocate", "backfill"), {"proportion", "las", "sla"}),
+        ("caldera-default", ("allocate", "preempt", "reclaim", "backfill"), {"srtf", "sla", "drf"}),
         ("las", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "drf"}),
         ("srtf", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "las"}),
+        ("srtf-gpu", ("enqueue", "allocate", "preempt", "reclaim", "backfill"), {"proportion", "las"}),
     ],
 )
 def test_what_each_policy_is_made_of(name: str, actions: tuple[str, ...], absent: set[str]) -> None:
@@ -74,12 +77,15 @@ def test_volcano_default_is_the_helm_conf() -> None:
     assert switches["drf"] == {"enablePreemptable": False}
 
 
-def test_caldera_default_is_the_default_conf_plus_sla() -> None:
-    from caldera.scheduler.config import default_config
-
-    default = default_config()
+def test_caldera_default_orders_by_service_shares_by_queue_and_consolidates() -> None:
     config = load_policy("caldera-default")
-    assert config.actions == default.actions
-    assert [n for n in config.plugin_names() if n != "sla"] == default.plugin_names()
-    sla = next(p for tier in config.tiers for p in tier if p.name == "sla")
-    assert sla.arguments == {"sla-waiting-time": "1h"}
+    args = {p.name: dict(p.arguments) for tier in config.tiers for p in tier}
+    assert args["las"] == {"las.queue-limits": [3250, 7200], "las.promote-knob": 8, "las.max-loss": 3250}
+    assert args["proportion"] == {"proportion.borrow": True}
+    assert {"gang", "binpack", "consolidate"} <= set(args)
+
+
+def test_the_oracles_are_told_apart_by_gpu_time() -> None:
+    args = {p.name: dict(p.arguments) for tier in load_policy("srtf-gpu").tiers for p in tier}
+    assert args["srtf"] == {"srtf.gpu-time": True}
+    assert "srtf.gpu-time" not in {k for t in load_policy("srtf").tiers for p in t for k in p.arguments}

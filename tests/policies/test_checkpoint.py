@@ -71,7 +71,13 @@ def test_a_gang_loses_its_work_on_every_gpu() -> None:
     assert end(report, "a") == 1150.0
     work = sim.work_report("default/a")
     assert (work.preemptions, work.lost_gpu_seconds, work.idle_gpu_seconds) == (1, 200.0, 0.0)
-    assert work.to_dict() == {"preemptions": 1, "lostGpuSeconds": 200.0, "idleGpuSeconds": 0.0}
+    assert work.to_dict() == {
+        "preemptions": 1,
+        "lostGpuSeconds": 200.0,
+        "idleGpuSeconds": 0.0,
+        "overheadGpuSeconds": 0.0,
+        "runSeconds": 1050.0,  # up 0-250 and again for the 800 s left after its checkpoint
+    }
 
 
 def test_the_job_is_resumed_not_failed() -> None:

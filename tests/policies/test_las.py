@@ -17,6 +17,7 @@ from caldera.testing.scenario import (
     job_row,
     run_scenario,
     start_time,
+    task,
     vcjob,
     workload,
 )
@@ -28,8 +29,9 @@ ONE_GPU = cluster(nodes=[gpu_nodes(count=1, gpus=1)], priority_classes={"high": 
 LOSSLESS = {CHECKPOINT_INTERVAL: "0"}
 
 
-def las(*arrivals: dict[str, Any], knob: float | None = None) -> dict[str, Any]:
-    config = policy_text("las")
+def las(*arrivals: dict[str, Any], knob: float | None = None, limits: str = "[3600]") -> dict[str, Any]:
+    """las with one threshold at 3,600 GPU-seconds (two levels: the scenarios' arithmetic stays short)."""
+    config = policy_text("las").replace("las.queue-limits: [3250, 7200]", f"las.queue-limits: {limits}")
     if knob is not None:
         config = config.replace("las.promote-knob: 8", f"las.promote-knob: {knob}")
     return run_scenario(cluster=ONE_GPU, workload=workload(*arrivals), config=config)
@@ -80,6 +82,27 @@ def test_a_starving_job_is_promoted_after_knob_times_its_last_run(knob: float, p
     assert [e["time"] for e in evictions(report, "a")][:1] == [7200.0]
     assert [e["time"] for e in evictions(report, "b")][:1] == [promoted_at]
     assert {j["phase"] for j in report["jobs"]} == {"Completed"}
+
+
+def test_promotion_weighs_the_whole_wait_against_the_whole_run_since_the_last_promotion() -> None:
+    """Tiresias' rule. On 2 GPUs, a (1 GPU) runs 0-3600 (level 1 at 3,600 GPU-s), is preempted by the
+    2-GPU b, runs again 4600-5000 and is preempted by the 2-GPU c: 4,000 s run, epoch 0. With knob 1 it
+    is due at 0 + 2 × 4000 = 8000 (a rule that looks at the last run alone, 400 s, would promote it at
+    5400 and let it preempt c as soon as c reaches level 1 at 6800)."""
+    two = [task(gpus=2)]
+    report = run_scenario(
+        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=2)]),
+        workload=workload(
+            arrival(vcjob("a", annotations=LOSSLESS), duration=20_000),
+            arrival(vcjob("b", tasks=two, annotations=LOSSLESS), at=3000, duration=1000),
+            arrival(vcjob("c", tasks=two, annotations=LOSSLESS), at=5000, duration=50_000),
+        ),
+        config=policy_text("las")
+        .replace("las.queue-limits: [3250, 7200]", "las.queue-limits: [3600]")
+        .replace("las.promote-knob: 8", "las.promote-knob: 1"),
+    )
+    assert [e["time"] for e in evictions(report, "a")][:2] == [3600.0, 5000.0]
+    assert [e["time"] for e in evictions(report, "c")][:1] == [8000.0]
 
 
 # ---------------------------------------------------------------- the Philly sample

@@ -24,7 +24,7 @@ def test_a_gang_is_timed_when_its_last_member_starts() -> None:
     assert p.start(JOB, pod(0), 100.0, 1.0, False, now=0.0) == []
     assert sorted(p.start(JOB, pod(1), 100.0, 1.0, False, now=30.0)) == [(pod(0), 130.0), (pod(1), 130.0)]
     assert p.ends_now(pod(0), 130.0) and not p.ends_now(pod(0), 100.0)
-    assert p.report(JOB, 130.0) == WorkReport(idle_gpu_seconds=30.0)  # pod 0 held a GPU for nothing
+    assert p.report(JOB, 130.0) == WorkReport(idle_gpu_seconds=30.0, run_seconds=100.0)  # pod 0 held a GPU for nothing
 
 
 def test_a_member_lost_stops_the_others_and_its_replacement_resumes_them() -> None:

@@ -187,6 +187,21 @@ def test_static_files_need_no_session_and_are_cached_for_good(browser: httpx.Cli
     assert "javascript" in browser.get(f"/static/{v}/js/api.js").headers["content-type"]
 
 
+def test_a_page_preloads_every_module_it_imports(browser: httpx.Client, live: LiveServer) -> None:
+    log_in(browser, live)
+    v = asset_version()
+    for path, module, imports in [
+        ("/jobs", "jobs", {"api.js", "dom.js", "live.js", "rows.js"}),  # rows.js: imported by jobs.js only
+        ("/timeline", "timeline", {"api.js", "dom.js", "live.js", "gantt.js"}),
+        ("/jobs/default/train", "job", {"api.js", "dom.js", "live.js", "dialog.js", "logs.js"}),
+    ]:
+        page = browser.get(path).text
+        assert f'<script type="module" src="/static/{v}/js/{module}.js">' in page
+        assert set(re.findall(rf'<link rel="modulepreload" href="/static/{v}/js/([a-z]+\.js)">', page)) == imports
+        for name in imports:
+            assert browser.get(f"/static/{v}/js/{name}").status_code == 200
+
+
 def test_the_interactive_docs_are_a_page_behind_the_login_served_from_here(
     browser: httpx.Client, live: LiveServer
 ) -> None:

@@ -28,6 +28,9 @@ def test_overview_and_allocations(api: httpx.Client, fake: FakeCluster) -> None:
     assert isinstance(view["resourceVersion"], int)
     nodes = api.get("/api/v1/allocations").json()["items"]
     assert [p["name"] for p in nodes[0]["pods"]] == ["train-master-0"]
+    brief = api.get("/api/v1/allocations", params={"podsUpTo": 0}).json()["items"][0]
+    assert (brief["podCount"], brief["podsListed"], brief["pods"]) == (1, "gpu", [])  # it holds no GPU
+    assert api.get("/api/v1/allocations", params={"podsUpTo": -1}).status_code == 422
 
 
 def test_the_timeline_takes_its_filters_from_the_query(api: httpx.Client, fake: FakeCluster) -> None:
@@ -48,6 +51,8 @@ def test_the_client_reads_the_views(live: LiveServer, fake: FakeCluster) -> None
     with Client(live.url, TOKEN) as client:
         assert client.overview()["nodes"]["total"] == 1
         assert client.allocations()["items"][0]["name"] == "node-0"
+        assert client.allocations(node="node-9")["items"] == []
+        assert client.allocations(node="node-0", pods_up_to=0)["items"][0]["podsListed"] == "all"  # it has none
         assert client.job_table()["items"] == []
         assert client.timeline(namespace="default", since=0.0)["items"] == []
         assert client.info()["resourceVersion"] == 1

@@ -46,11 +46,19 @@ from caldera.backends.process import (
     prepare,
     retire,
 )
-from caldera.backends.shim import exit_code_of, kill_group, proc_stat, write_json_atomic
+from caldera.backends.shim import (
+    exit_code_of,
+    kill_group,
+    kill_tree,
+    proc_stat,
+    with_environment,
+    write_json_atomic,
+)
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
 
+POD_DIR_VAR = "CALDERA_POD_DIR"  # in every pod's environment (the runtime sets it): how its processes are known
 _POD_SIGNALS_DEFAULT = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _log = logging.getLogger(__name__)
 
@@ -284,7 +292,7 @@ class LocalExecutor:
             code, when = (137 if status is None else exit_code_of(status)), self._clock.now()
             note = "the shim ended without recording an exit code"
             # The shim was killed: what is left of its group holds the group's number, so it is ours.
-            if not kill_group(watch.pid):
+            if not kill_group(watch.pid) or not _kill_marked(watch.pod_dir):
                 note += "; processes of the group survived SIGKILL"
         if watch.killed:
             note = f"killed: still running {watch.grace:g}s after SIGTERM"
@@ -313,6 +321,8 @@ class LocalExecutor:
             if watch.done or self._closed.is_set() or watch.grace < grace:
                 return  # ended, let go of, or a shorter grace took over
             watch.killed = True
+            # What left the group (setsid) first, while the shim still holds it below itself.
+            kill_tree(watch.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(watch.pid, signal.SIGKILL)  # the watch is live, so the group is still ours
 
@@ -337,10 +347,23 @@ class LocalExecutor:
             # The number is free or still the dead shim's, so any member left in the group is ours.
             # (Taken by another process, the number proves the old group empty.)
             kill_group(record.pid)
+        _kill_marked(where)
         retire(where)
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
+
+
+def _kill_marked(where: Path) -> bool:
+    """SIGKILL what is left of a pod whose shim died: the processes that still carry its CALDERA_POD_DIR.
+
+    Its descendants that left its group (setsid) went to init with the shim; the environment the
+    pod was started with is how they are known (a process may clear it: then it is out of reach)."""
+    pids = with_environment(POD_DIR_VAR, str(where))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return shim.wait_gone(pids, 10.0)
 
 
 def _open_same(pid: int, start_ticks: int) -> int | None:

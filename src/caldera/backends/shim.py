@@ -11,8 +11,9 @@ stdin a pipe from the executor (the *gate*) and stdout/stderr appended to the po
    offset of the first line it starts and the time it was read; the lines after it in that
    read share the time), which `logs --timestamps` and `--since` read;
 3. forwards SIGTERM/SIGINT to the group and waits for the child;
-4. kills what is left of the group (as Kubernetes does when a container's main process ends) and
-   reaps it: it is a child subreaper, so orphans of the group come back to it;
+4. kills what is left of the group (as Kubernetes does when a container's main process ends), then
+   every process still below it (one that left the group with setsid is still its descendant: it
+   is a child subreaper, so orphans come back to it), and reaps them;
 5. records the outcome atomically in ``POD_DIR/exit``: ``{"exit_code", "attempt", "finished_at"}``,
    a death by signal N being 128+N as in a shell (137 for SIGKILL).
 
@@ -119,6 +120,86 @@ def kill_group(pgid: int, *, spare: int | None = None, timeout: float = 10.0) ->
             for fd in fds:
                 os.close(fd)
     return not [p for p in group_members(pgid) if p != spare]
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes below `pid` (children, theirs, ...), from /proc/<pid>/task/*/children."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # gone meanwhile
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found.extend(kids)
+            todo.extend(kids)
+    return found
+
+
+def kill_tree(pid: int, *, timeout: float = 10.0) -> bool:
+    """SIGKILL every process below `pid` (not `pid` itself) and wait until they are gone.
+
+    What a pod started and that left its process group (a daemon that called setsid) is still
+    below the shim, a child subreaper: this is how it ends with the pod. False if some process
+    survived `timeout` seconds after SIGKILL."""
+    for _ in range(_KILL_ROUNDS):
+        pids = descendants(pid)
+        if not pids:
+            return True
+        fds = []
+        for p in pids:
+            try:
+                fd = os.pidfd_open(p)
+            except ProcessLookupError:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            fds.append(fd)
+        try:
+            if not wait_exited(fds, timeout):
+                return False
+        finally:
+            for fd in fds:
+                os.close(fd)
+    return not descendants(pid)
+
+
+def with_environment(name: str, value: str) -> list[int]:
+    """The live processes whose environment has `name=value` (those this user may read)."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        st = proc_stat(int(entry))
+        if needle in env and st is not None and st.live:
+            found.append(int(entry))
+    return found
+
+
+def wait_gone(pids: list[int], timeout: float) -> bool:
+    """Wait until none of `pids` is a live process any more; False if one still is after `timeout` seconds."""
+    fds = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            fds.append(os.pidfd_open(pid))
+    try:
+        return wait_exited(fds, timeout)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def wait_exited(pidfds: list[int], timeout: float) -> bool:
@@ -323,6 +404,7 @@ def main(args: list[str]) -> int:
     log = _LogCopier(pod_dir)
     code = _run(argv, order, fwd, log)
     kill_group(os.getpgrp(), spare=os.getpid())
+    kill_tree(os.getpid())  # what left the group (setsid) but is still below us, the subreaper
     log.drain()
     _reap_children()
     # The shim runs apart from caldera (see the module docstring), so it reads the wall clock itself.

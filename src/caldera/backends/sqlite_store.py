@@ -1,7 +1,10 @@
 """The embedded cluster's durable store: objects in the Kubernetes shape in one SQLite file (WAL).
 
 Every write takes the next value of one global counter as the object's
-resourceVersion (as etcd's revision does), so versions order all changes. An
+resourceVersion (as etcd's revision does), so versions order all changes. The version is
+kept beside the body and stamped into its metadata when it is read, so a body serialised
+by the caller is stored as it is (`write`: many objects in one transaction, no second
+serialisation). An
 update or delete may name the version it read (`expect`): if the object changed
 since, it raises Conflict and nothing is written (optimistic concurrency). Every
 write is also appended to a change log, which `changes(since)` returns in order:
@@ -15,7 +18,7 @@ import builtins
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,16 +128,35 @@ class SqliteStore:
             if expect is not None and expect != current:
                 what = "already exists" if expect == 0 else ("does not exist" if current == 0 else "was modified")
                 raise Conflict(f"{kind} {namespace}/{name} {what} (expected version {expect}, found {current})")
-            rv = self._next_rv(db)
-            text = json.dumps(self._stamp(body, rv), sort_keys=True)
-            db.execute(
-                "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, body) VALUES (?, ?, ?, ?, ?)",
-                (kind, namespace, name, rv, text),
+            return self.write([(kind, namespace, name, json.dumps(body, sort_keys=True))], [])
+
+    def write(self, puts: Sequence[tuple[str, str, str, str]], deletes: Sequence[tuple[str, str, str]]) -> int:
+        """Delete `deletes` (kind, namespace, name), then create or update `puts` (kind, namespace, name,
+        the body as JSON text), all in one transaction; the last version it used."""
+        with self._tx() as db:
+            rv = int(db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
+            changes: list[tuple[int, str, str, str, str, str | None]] = []
+            for kind, namespace, name in deletes:
+                gone = db.execute(
+                    "DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name)
+                ).rowcount
+                if gone:
+                    rv += 1
+                    changes.append((rv, kind, namespace, name, DELETED, None))
+            for kind, namespace, name, text in puts:
+                row = db.execute(
+                    "SELECT 1 FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name)
+                ).fetchone()
+                rv += 1
+                db.execute(
+                    "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, body) VALUES (?, ?, ?, ?, ?)",
+                    (kind, namespace, name, rv, text),
+                )
+                changes.append((rv, kind, namespace, name, MODIFIED if row else ADDED, text))
+            db.executemany(
+                "INSERT INTO changes (rv, kind, namespace, name, type, body) VALUES (?, ?, ?, ?, ?, ?)", changes
             )
-            db.execute(
-                "INSERT INTO changes (rv, kind, namespace, name, type, body) VALUES (?, ?, ?, ?, ?, ?)",
-                (rv, kind, namespace, name, MODIFIED if current else ADDED, text),
-            )
+            db.execute("UPDATE meta SET value = ? WHERE key='rv'", (rv,))
             return rv
 
     def delete(self, kind: str, namespace: str, name: str, expect: int | None = None) -> bool:
@@ -162,7 +184,7 @@ class SqliteStore:
             .execute("SELECT rv, body FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name))
             .fetchone()
         )
-        return None if row is None else Stored(kind, namespace, name, row[0], json.loads(row[1]))
+        return None if row is None else Stored(kind, namespace, name, row[0], _load(row[1], row[0]))
 
     def list(self, kind: str, namespace: str | None = None) -> list[Stored]:
         if namespace is None:
@@ -174,7 +196,7 @@ class SqliteStore:
                 "SELECT namespace, name, rv, body FROM objects WHERE kind=? AND namespace=? ORDER BY name",
                 (kind, namespace),
             )
-        return [Stored(kind, ns, name, rv, json.loads(body)) for ns, name, rv, body in rows.fetchall()]
+        return [Stored(kind, ns, name, rv, _load(body, rv)) for ns, name, rv, body in rows.fetchall()]
 
     def changes(self, since: int, kind: str | None = None, limit: int = 1000) -> builtins.list[Change]:
         """Every write after version `since`, oldest first (a watch from `since`)."""
@@ -184,7 +206,7 @@ class SqliteStore:
             sql += " AND kind = ?"
             args.append(kind)
         rows = self._db().execute(sql + " ORDER BY rv LIMIT ?", (*args, limit)).fetchall()
-        return [Change(rv, k, ns, n, t, json.loads(b) if b else None) for rv, k, ns, n, t, b in rows]
+        return [Change(rv, k, ns, n, t, _load(b, rv) if b else None) for rv, k, ns, n, t, b in rows]
 
     def latest(self) -> int:
         return int(self._db().execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
@@ -197,10 +219,14 @@ class SqliteStore:
     # ------------------------------------------------------------ events
 
     def add_event(self, time: float, namespace: str, kind: str, obj: str, node: str, reason: str, message: str) -> None:
+        self.add_events([(time, namespace, kind, obj, node, reason, message)])
+
+    def add_events(self, events: Sequence[tuple[float, str, str, str, str, str, str]]) -> None:
+        """Events (time, namespace, kind, object, node, reason, message), in one transaction."""
         with self._tx() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO events (time, namespace, kind, object, node, reason, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (time, namespace, kind, obj, node, reason, message),
+                events,
             )
 
     def events(
@@ -238,10 +264,10 @@ class SqliteStore:
         db.execute("UPDATE meta SET value = value + 1 WHERE key='rv'")
         return int(db.execute("SELECT value FROM meta WHERE key='rv'").fetchone()[0])
 
-    @staticmethod
-    def _stamp(body: Mapping[str, Any], rv: int) -> dict[str, Any]:
-        out = dict(body)
-        meta = dict(out.get("metadata") or {})
-        meta["resourceVersion"] = str(rv)
-        out["metadata"] = meta
-        return out
+
+def _load(text: str, rv: int) -> dict[str, Any]:
+    """A stored body with its version in its metadata (as Kubernetes shows it)."""
+    body: dict[str, Any] = json.loads(text)
+    meta = body.get("metadata")
+    body["metadata"] = {**meta, "resourceVersion": str(rv)} if isinstance(meta, dict) else {"resourceVersion": str(rv)}
+    return body

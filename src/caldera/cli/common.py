@@ -10,7 +10,8 @@ Exit codes (one rule for every verb):
 
 The cluster is found through click's context object: a `CliContext` whose `cluster`
 is set (tests pass `obj=CliContext(cluster=fake)` to CliRunner.invoke) or, when it is
-not, a `Client` connected to the daemon of `$CALDERA_HOME`. Waiting uses the context's
+not, a `KubeCluster` on the API server of `caldera --kubeconfig PATH` (or
+`$CALDERA_KUBECONFIG`), else a `Client` connected to the daemon of `$CALDERA_HOME`. Waiting uses the context's
 clock, so tests of `wait` run on a ManualClock.
 """
 
@@ -30,6 +31,7 @@ from rich.console import Console
 
 from caldera.cli.output import TextTable
 from caldera.client import Client, connect, home_dir
+from caldera.client.kube import KubeCluster, connect_kube
 from caldera.core.errors import CalderaError
 from caldera.core.selector import Selector, parse_selector
 from caldera.system.api import JSON, ClusterAPI
@@ -72,6 +74,7 @@ class CliContext:
     home: Path | None = None
     clock: Clock = field(default_factory=SystemClock)
     server_module: str = "caldera.server"  # what `caldera up` runs (tests: a daemon over a fake cluster)
+    kubeconfig: str | None = None  # `caldera --kubeconfig PATH`: the verbs talk to that Kubernetes cluster
 
 
 def context(ctx: click.Context) -> CliContext:
@@ -85,8 +88,8 @@ def cluster(ctx: click.Context) -> Cluster:
     if c.cluster is not None:
         return c.cluster
     client = ctx.meta.get(_CLIENT)
-    if not isinstance(client, Client):
-        client = connect(c.home)
+    if not isinstance(client, Client | KubeCluster):
+        client = connect_kube(c.kubeconfig) if c.kubeconfig else connect(c.home)
         ctx.meta[_CLIENT] = client
         ctx.call_on_close(client.close)
     return client

@@ -10,7 +10,7 @@ import contextlib
 
 import click
 
-from caldera.cli.common import Verb, clock, fail, home, waiting
+from caldera.cli.common import Verb, clock, cluster, context, fail, home, waiting
 from caldera.client import Client, pid_alive, read_token, running_daemon
 from caldera.client.home import DAEMON_FILE
 from caldera.core.errors import CalderaError
@@ -23,6 +23,8 @@ POLL_SECONDS = 0.1
 @click.pass_context
 def down(ctx: click.Context, timeout: float) -> None:
     """Stop the caldera daemon and the pods it runs."""
+    if context(ctx).kubeconfig:
+        cluster(ctx).shutdown()  # a Kubernetes cluster has no daemon to stop: it says what to do instead
     where = home(ctx)
     daemon = running_daemon(where)
     if daemon is None:

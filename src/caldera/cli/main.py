@@ -9,6 +9,7 @@ import click
 
 from caldera import __version__
 from caldera.cli.apply import apply
+from caldera.cli.common import context
 from caldera.cli.completion import completion
 from caldera.cli.controller import controller
 from caldera.cli.dashboard import dashboard
@@ -18,6 +19,7 @@ from caldera.cli.docs import docs
 from caldera.cli.down import down
 from caldera.cli.explain import explain
 from caldera.cli.get import get
+from caldera.cli.kube import kube
 from caldera.cli.launch import launch
 from caldera.cli.list import list_jobs
 from caldera.cli.logs import logs
@@ -38,8 +40,17 @@ from caldera.core.errors import CalderaError
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="caldera")
-def cli() -> None:
+@click.option(
+    "--kubeconfig",
+    envvar="CALDERA_KUBECONFIG",
+    metavar="PATH",
+    help="talk to the Kubernetes cluster of this kubeconfig instead of the embedded daemon [env: CALDERA_KUBECONFIG]",
+)
+@click.pass_context
+def cli(ctx: click.Context, kubeconfig: str | None) -> None:
     """caldera: gang-scheduled, elastic, fault-tolerant distributed training."""
+    if kubeconfig:
+        context(ctx).kubeconfig = kubeconfig
 
 
 for command in (
@@ -65,6 +76,7 @@ for command in (
     simulate,
     tensorboard,
     dashboard,
+    kube,
     completion,
     docs,
     controller,

@@ -13,10 +13,23 @@ def _t(v: object) -> str:
 
 
 def print_timeline(report: dict[str, Any], console: Console | None = None) -> None:
+    """Jobs, pods and events, then the summary line (the demo's view; `simulate --pods`)."""
     console = console or Console()
-    jobs = Table(title="Jobs", title_justify="left")
+    print_jobs(report, console)
+    print_pods(report, console)
+    s = report["summary"]
+    console.print(
+        f"jobs {s['jobs']}  avgJCT {_t(s['avgJCT'])}  p99JCT {_t(s['p99JCT'])}  "
+        f"avgQueueDelay {_t(s['avgQueueDelay'])}  makespan {_t(s['makespan'])}  gpuUtilization {_t(s['gpuUtilization'])}"
+    )
+
+
+def print_jobs(report: dict[str, Any], console: Console | None = None) -> None:
+    """One row per job, times in seconds of the virtual clock."""
+    console = console or Console()
+    jobs = Table(title="Jobs (times in seconds)", title_justify="left")
     for col in ("job", "queue", "submit", "start", "end", "phase", "retries"):
-        jobs.add_column(col)
+        jobs.add_column(col, justify="left" if col in ("job", "queue", "phase") else "right")
     for j in report["jobs"]:
         jobs.add_row(
             j["name"],
@@ -28,7 +41,12 @@ def print_timeline(report: dict[str, Any], console: Console | None = None) -> No
             _t(j["retryCount"]),
         )
     console.print(jobs)
-    pods = Table(title="Pods", title_justify="left")
+
+
+def print_pods(report: dict[str, Any], console: Console | None = None) -> None:
+    """Every pod attempt and every event (`simulate --pods`)."""
+    console = console or Console()
+    pods = Table(title="Pods (times in seconds)", title_justify="left")
     for col in ("pod", "attempt", "node", "start", "end", "phase", "exit"):
         pods.add_column(col)
     for p in report["pods"]:
@@ -48,22 +66,6 @@ def print_timeline(report: dict[str, Any], console: Console | None = None) -> No
     for e in report["events"]:
         events.add_row(_t(e["time"]), e["kind"], e["object"], e["node"], e["reason"], e["message"])
     console.print(events)
-    s = report["summary"]
-    console.print(
-        f"jobs {s['jobs']}  avgJCT {_t(s['avgJCT'])}  p99JCT {_t(s['p99JCT'])}  "
-        f"avgQueueDelay {_t(s['avgQueueDelay'])}  makespan {_t(s['makespan'])}  gpuUtilization {_t(s['gpuUtilization'])}"
-    )
-
-
-def print_summary(report: dict[str, Any], console: Console | None = None) -> None:
-    """The summary line alone, for runs with too many jobs to list (`-o json` has them all)."""
-    console = console or Console()
-    s = report["summary"]
-    console.print(f"{s['jobs']:,} jobs, {len(report['pods']):,} pod attempts: per-job tables left out (see -o json)")
-    console.print(
-        f"jobs {s['jobs']}  avgJCT {_t(s['avgJCT'])}  p99JCT {_t(s['p99JCT'])}  "
-        f"avgQueueDelay {_t(s['avgQueueDelay'])}  makespan {_t(s['makespan'])}  gpuUtilization {_t(s['gpuUtilization'])}"
-    )
 
 
 def print_comparison(

@@ -19,8 +19,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from caldera.cli.render import print_comparison
-from caldera.cli.simulate_options import inputs_from, warn_count, workload_options
+from caldera.cli.simulate_options import costs_option, inputs_from, warn_count, workload_options
 from caldera.sim.compare import PolicyRun, available_policies, load_policy, run_policy
+from caldera.sim.costs import Costs
 from caldera.sim.markdown import RunInfo, results_json, table, write_report
 from caldera.sim.sources import Inputs
 
@@ -49,9 +50,10 @@ def _horizon(inputs: Inputs) -> float:
 @click.command()
 @click.option("--policies", "policies", callback=_policy_list, help="comma-separated names or files (default: all)")
 @workload_options
+@costs_option
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), help="write report.md, results.json, PNGs")
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
-def compare(policies: tuple[str, ...], report_dir: str | None, output: str, **options: Any) -> None:
+def compare(policies: tuple[str, ...], report_dir: str | None, output: str, costs: Costs, **options: Any) -> None:
     """Run several scheduler policies on the same workload and compare them."""
     if options["workload"] is None and options["trace"] is None:
         raise click.UsageError("Missing option '--workload' or '--trace'.")
@@ -74,9 +76,10 @@ def compare(policies: tuple[str, ...], report_dir: str | None, output: str, **op
     ) as progress:
         for label, config in configs:
             task = progress.add_task(label, total=horizon, clock="")
-            runs.append(run_policy(label, config, inputs, until=options["until"], on_cycle=_tick(progress, task)))
+            tick = _tick(progress, task)
+            runs.append(run_policy(label, config, inputs, until=options["until"], on_cycle=tick, costs=costs))
             progress.update(task, completed=horizon, clock="done")
-    info = RunInfo(inputs, tuple(labels), options["seed"], options["until"], _command_line())
+    info = RunInfo(inputs, tuple(labels), options["seed"], options["until"], _command_line(), costs)
     if output == "json":
         click.echo(results_json(runs, info))
     else:

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from caldera.sim.costs import Costs, parse_costs
 from caldera.sim.presets import PRESETS
 from caldera.sim.sampling import parse_window
 from caldera.sim.sources import SAMPLES, Inputs, Selection, load_inputs
@@ -25,6 +26,26 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
     if value is not None and (not math.isfinite(value) or value <= 0):
         raise click.BadParameter(f"{value:g} must be > 0", ctx, param)
     return value
+
+
+def _costs(ctx: click.Context, param: click.Parameter, value: str) -> Costs:
+    try:
+        return parse_costs(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+def costs_option(fn: F) -> F:
+    """`--costs free|realistic|KEY=S,...`: what starting, preempting and spreading a gang costs (sim/costs.py)."""
+    return click.option(
+        "--costs",
+        "costs",
+        default="free",
+        show_default=True,
+        callback=_costs,
+        metavar="MODEL",
+        help="free, realistic (4 s start, 30 s resume, 8 s save, 0.25 spread), or e.g. realistic,spread=0",
+    )(fn)
 
 
 def workload_options(fn: F) -> F:

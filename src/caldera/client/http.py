@@ -173,8 +173,9 @@ class Client:
     def overview(self) -> JSON:
         return self._json("GET", f"{CORE}/overview")
 
-    def allocations(self) -> JSON:
-        return self._json("GET", f"{CORE}/allocations")
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
+        given = {"node": node, "podsUpTo": pods_up_to}
+        return self._json("GET", f"{CORE}/allocations", params={k: v for k, v in given.items() if v is not None})
 
     def job_table(self) -> JSON:
         return self._json("GET", f"{CORE}/jobtable")

@@ -22,13 +22,14 @@ A Volcano field that caldera does not implement is refused rather than ignored
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.jobmanifest import parse_job
 from caldera.core.kubeflow import FRAMEWORKS, KUBEFLOW_API, kubeflow_error, to_volcano
+from caldera.core.loading import SafeLoader
 from caldera.core.objects import (
     JOB_API,
     QUEUE_OPEN,
@@ -82,7 +83,13 @@ _QUEUE_UNSUPPORTED: dict[str, tuple[object, ...]] = {
 # ---------------------------------------------------------------- documents
 
 
-class _StrictLoader(yaml.SafeLoader):
+if TYPE_CHECKING:
+    _Loader = yaml.SafeLoader
+else:
+    _Loader = SafeLoader  # libyaml's where installed
+
+
+class _StrictLoader(_Loader):
     """YAML's safe loader, refusing a key given twice (PyYAML keeps the last one silently; kubectl refuses)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:

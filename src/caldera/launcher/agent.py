@@ -43,8 +43,9 @@ from caldera.launcher.kv import KV, Cancel, KVError, LeaseNotFound, Unavailable
 from caldera.launcher.local import LocalWorkers
 from caldera.launcher.ports import free_ports
 from caldera.launcher.records import FAILED, SUCCEEDED, Ack, Done, NodeRecord
-from caldera.launcher.rounds import Limits, exhausted, judge
+from caldera.launcher.rounds import DEFAULT_ELASTIC_TIMEOUT, Limits, exhausted, judge
 from caldera.launcher.settings import Settings
+from caldera.launcher.spares import SparePool
 from caldera.launcher.workers import WorkerExit
 from caldera.utils.clock import Clock
 
@@ -60,6 +61,7 @@ class Agent:
         clock: Clock,
         log: EventLog | None = None,
         base_env: Mapping[str, str] | None = None,
+        spares: SparePool | None = None,
     ) -> None:
         self.s = settings
         self._connect = connect
@@ -77,10 +79,11 @@ class Agent:
         self.lease = 0
         self.registered = False
         self.prepared = False
-        self._prepare_deadline = now + max(settings.elastic_timeout, 3.0 * settings.ttl)
+        timeout = settings.elastic_timeout if settings.elastic_timeout is not None else DEFAULT_ELASTIC_TIMEOUT
+        self._prepare_deadline = now + max(timeout, 3.0 * settings.ttl)
         self.done: Done | None = None
         self.acked: int | None = None  # the round this registration acknowledged
-        self.workers = LocalWorkers(settings, clock, self.log, self.events.put, self.base_env)
+        self.workers = LocalWorkers(settings, clock, self.log, self.events.put, self.base_env, spares)
         self._highest_round = -1  # the highest round number seen
         # timers
         self.dirty = True

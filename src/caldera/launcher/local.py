@@ -14,7 +14,7 @@ from caldera.launcher.envs import IncompleteRound, render
 from caldera.launcher.eventlog import EventLog
 from caldera.launcher.records import Ack, Round
 from caldera.launcher.settings import Settings
-from caldera.launcher.spares import SparePool
+from caldera.launcher.spares import SparePool, spare_env
 from caldera.launcher.workers import WorkerExit, WorkerGroup
 from caldera.utils.clock import Clock
 
@@ -27,6 +27,7 @@ class LocalWorkers:
         log: EventLog,
         on_exit: Callable[[WorkerExit], None],
         base_env: Mapping[str, str],
+        spares: SparePool | None = None,
     ) -> None:
         self.s = settings
         self.clock = clock
@@ -38,10 +39,11 @@ class LocalWorkers:
         self.failed: int | None = None  # the last round this node's workers failed in
         self.completed: int | None = None  # the round this node's workers all exited 0 in
         self.unreported: tuple[int, list[int]] | None = None  # (round, exit codes) to write as failed
-        # Warm spares start importing now, while the rendezvous goes on (see spares.py).
-        spare_env = {"OMP_NUM_THREADS": "1", **self.base_env}
-        self.spares = SparePool(settings.command, spare_env, settings.preload, settings.nproc)
-        self.spares.fill()
+        # Warm spares start importing now (or already did: `main`), while the rendezvous goes on (see spares.py).
+        if spares is None:
+            spares = SparePool(settings.command, spare_env(self.base_env), settings.preload, settings.nproc)
+            spares.fill()
+        self.spares = spares
 
     def running_in(self, n: int) -> bool:
         return self.group is not None and self.group.round == n and self.group.running()
@@ -70,7 +72,7 @@ class LocalWorkers:
             pids=",".join(str(p) for p in group.pids),
         )
         self.group = group
-        self.spares.refill_later()  # warm again for the next round, once this one is under way
+        self.spares.refill()  # warm again for the next round, at idle priority behind this one
 
     def _failed_to_start(self, n: int, why: str) -> None:
         self.log(f"workers failed ({why})", round=n)

@@ -6,7 +6,9 @@ event or timer. Signals (SIGTERM, SIGINT, SIGHUP) become events: the agent stops
 deletes its key and the process exits 128+signal.
 
 Kept light on purpose (no numpy, torch, web framework): it starts in every elastic pod, and its
-start-up time is part of the recovery time.
+start-up time is part of the recovery time. The warm spares (`spares.py`) are started right after
+the settings are parsed, before the rest of the launcher is even imported: in a pod that replaces
+a dead one, their import of torch is what the whole job waits for.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from caldera.launcher.agent import Agent
-from caldera.launcher.events import Signalled, next_events
-from caldera.launcher.kv import KV
 from caldera.launcher.settings import Settings, SettingsError, parse, usage_error
-from caldera.utils.clock import SystemClock
+from caldera.launcher.spares import SparePool, spare_env
+
+if TYPE_CHECKING:
+    from caldera.launcher.agent import Agent
+    from caldera.launcher.kv import KV
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 CONNECT_TIMEOUT_S = 3.0
@@ -30,6 +34,7 @@ CONNECT_TIMEOUT_S = 3.0
 
 def run(agent: Agent) -> int:
     """Drive `agent` until this node is finished; its exit code (0, 1, or 128+signal)."""
+    from caldera.launcher.events import Signalled, next_events
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         agent.events.put(Signalled(signum))  # SimpleQueue.put is safe in a signal handler
@@ -63,7 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = parse(sys.argv[1:] if argv is None else argv)
     except SettingsError as e:
         usage_error(str(e))
-    agent = Agent(settings, lambda: connector(settings), SystemClock())
+    spares = SparePool(settings.command, spare_env(os.environ), settings.preload, settings.nproc)
+    spares.fill()  # first of all: they import for seconds while the launcher loads, connects and registers
+    from caldera.launcher.agent import Agent
+    from caldera.utils.clock import SystemClock
+
+    agent = Agent(settings, lambda: connector(settings), SystemClock(), spares=spares)
     agent.log(
         "launcher started",
         np=f"{settings.lo}:{settings.hi}",

@@ -4,10 +4,15 @@ Every launcher evaluates `judge` on the same state it reads from the store, so t
 the next round; the store's compare-and-swap on the `round` key picks one proposal when two
 are made at once. The rules (reference/elastic-etcd.md, pitfalls 9 and 10):
 
-- The wanted size is `np` (written by `caldera scale`) clamped to [MIN, MAX], or MAX without it.
+- The wanted size is `np` (announced by the daemon or `caldera scale`) clamped to [MIN, MAX],
+  or MAX without it.
 - A round of the wanted size forms as soon as that many nodes are alive; with MIN ≤ alive <
   wanted, one of all alive nodes forms once the alive set has been stable for the elastic
   timeout; below MIN nothing forms (fault tolerance: survivors wait for a replacement).
+- Waiting is only for a size someone asked for: an announced `np`, or MAX when the elastic
+  timeout was configured (`--elastic-timeout`). Without either, nobody said more nodes are
+  coming, so a round of every alive node (MIN..MAX) forms at once, and a newcomer makes the
+  next one at once (the group grows again when a node joins).
 - Ranks are sticky: a survivor keeps its rank if it is below the new size; holes are filled
   first by survivors whose old rank is too high (scale-in), then by newcomers in join order;
   anyone left over is a spare.
@@ -25,13 +30,23 @@ from dataclasses import dataclass
 
 from caldera.launcher.records import Round
 
+DEFAULT_ELASTIC_TIMEOUT = 30.0  # seconds to wait for an announced size when no timeout was configured
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
     lo: int  # MIN nodes
     hi: int  # MAX nodes
     max_restarts: int
-    elastic_timeout: float  # seconds the alive set must be stable to form a round below the wanted size
+    # Seconds the alive set must be stable to form a round below the wanted size; None (not
+    # configured): DEFAULT_ELASTIC_TIMEOUT when a size was announced, else no wait at all.
+    elastic_timeout: float | None
+
+    def timeout(self, np: int | None) -> float:
+        """How long to wait for the wanted size, given the announced size `np` (None: none)."""
+        if self.elastic_timeout is not None:
+            return self.elastic_timeout
+        return DEFAULT_ELASTIC_TIMEOUT if np is not None else 0.0
 
 
 def desired_size(np: int | None, lo: int, hi: int) -> int:
@@ -116,10 +131,12 @@ def judge(
         if exhausted(current, limits):
             return Verdict(broken=broken or "restart budget used up")
     desired = desired_size(np, limits.lo, limits.hi)
-    ready = readiness(len(alive), desired, limits.lo, stable_for, limits.elastic_timeout)
+    timeout = limits.timeout(np)
+    ready = readiness(len(alive), desired, limits.lo, stable_for, timeout)
     if ready.size is None:
         if current is None or broken is not None:
-            return Verdict(broken, None, ready.wait_s, desired, len(alive))
+            wanted = desired if timeout > 0 else limits.lo  # without a wait for the wanted size, MIN is enough
+            return Verdict(broken, None, ready.wait_s, wanted, len(alive))
         return Verdict(None, None, ready.wait_s)
     previous = current.members if current is not None else ()
     members = assign_ranks(previous, alive, ready.size)

@@ -45,7 +45,7 @@ class Settings:
     nproc: int  # processes per node
     host: str  # this node's address for its workers' endpoints
     max_restarts: int
-    elastic_timeout: float
+    elastic_timeout: float | None  # None: not configured (rounds.Limits.timeout says what that means)
     ttl: int  # lease TTL, whole seconds (etcd's unit)
     grace: float  # seconds between SIGTERM and SIGKILL when stopping workers
     pod: str  # the pod this launcher runs in (CALDERA_POD_NAME), "" outside a pod
@@ -72,7 +72,8 @@ MAX_RESTARTS = _Option("--max-restarts", ("CALDERA_MAX_RESTARTS",), "failed roun
 TIMEOUT = _Option(
     "--elastic-timeout",
     ("CALDERA_ELASTIC_TIMEOUT", "PADDLE_ELASTIC_TIMEOUT"),
-    "seconds of a stable node set before a round forms below the wanted size (default 30)",
+    "seconds of a stable node set before a round forms below the wanted size; without it, 30 when the size "
+    "was announced (`caldera scale`, the daemon) and 0 otherwise: a round of the nodes there forms at once",
 )
 TTL = _Option("--ttl", ("CALDERA_ELASTIC_TTL", "PADDLE_ELASTIC_TTL"), "lease TTL in whole seconds (default 5)")
 GRACE = _Option("--grace", ("CALDERA_GRACE",), "seconds between SIGTERM and SIGKILL for workers (default 5)")
@@ -141,7 +142,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Sett
         nproc=_int(NPROC, raw(NPROC), 1, minimum=1),
         host=host,
         max_restarts=_int(MAX_RESTARTS, raw(MAX_RESTARTS), 3, minimum=0),
-        elastic_timeout=_float(TIMEOUT, raw(TIMEOUT), 30.0, minimum=0.0),
+        elastic_timeout=_optional_float(TIMEOUT, raw(TIMEOUT), minimum=0.0),
         ttl=_int(TTL, raw(TTL), 5, minimum=1),
         grace=_float(GRACE, raw(GRACE), 5.0, minimum=0.0),
         pod=env.get("CALDERA_POD_NAME", "").strip(),
@@ -192,6 +193,10 @@ def _int(option: _Option, value: str | None, default: int, minimum: int) -> int:
     if number < minimum:
         raise SettingsError(f"{option.name()}: {number} must be at least {minimum}")
     return number
+
+
+def _optional_float(option: _Option, value: str | None, minimum: float) -> float | None:
+    return _float(option, value, 0.0, minimum) if value else None
 
 
 def _float(option: _Option, value: str | None, default: float, minimum: float) -> float:

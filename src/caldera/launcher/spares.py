@@ -9,9 +9,28 @@ with the node's environment, that imports the `--preload` modules (default torch
 waits on its stdin. Starting a worker hands a spare the round's environment and argv; it
 replaces its environment, then runs the script as `python SCRIPT` would (`__main__`,
 `sys.argv`, `sys.path[0]` the script's directory; `-m`: the module, the working directory
-first on the path). New spares are started behind those taken, so the next restart is warm
-too, but only `REFILL_DELAY` seconds into the round: on a small node, spares importing torch
-while the new round's workers start would slow the very restart they are meant to speed up. Any other command (a shell script, `mpirun`, a binary) starts cold, as before.
+first on the path). Any other command (a shell script, `mpirun`, a binary) starts cold.
+
+When spares start, and at what priority:
+
+- At the launcher's start, at normal priority: the first round needs them at once.
+- As soon as a round's workers started (`refill`), behind those taken, so a fault right after
+  a restart finds a warm spare too. These import on a thread at SCHED_IDLE: they get only CPU
+  that nothing else wants, so they never slow the round's workers starting beside them (on a
+  small node, spares importing torch at normal priority would slow the very restart they are
+  meant to speed up). The spare's main thread, which runs the script, keeps normal priority.
+- On a node whose CPUs are never idle (other work beside the job) an idle import would never
+  end, so after `IDLE_PATIENCE` seconds (5, when the round's workers are well under way) a spare
+  still importing goes on at normal priority, as every spare used to start 5 s into a round.
+- Going back to normal priority (at that deadline, or when a round takes the spare before its
+  import finished) raises the importing thread back (allowed with CAP_SYS_NICE or RLIMIT_NICE,
+  e.g. as root); where the pod may not, the spare execs itself afresh at normal priority (at the
+  deadline) or execs the command (a cold start when taken): never a start stuck behind busy CPUs.
+
+The cyclic garbage collector is off while a spare imports (it would walk the growing heap of
+module objects again and again: about a tenth of the import's CPU for torch), and what was
+imported is then frozen out of its reach (`gc.freeze`), so the script's collections do not
+walk it either.
 
 What a user could notice: the preloaded modules were imported before the round's variables
 were set (torch reads MASTER_ADDR and the rank at `init_process_group`, not at import), and
@@ -32,20 +51,48 @@ from collections.abc import Mapping, Sequence
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
-REFILL_DELAY = 5.0  # seconds into a round before spares for the next one start importing
+IDLE_PATIENCE = 5.0  # seconds a refilled spare imports at idle priority before it goes on at normal priority
 # What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
 # mostly torch._dynamo, which DDP and torch.optim import on first use).
 DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "torch._dynamo")
 
-# Runs in the spare: import, wait for the round, become the worker. No caldera import: it must
-# work with any interpreter that can run the user's script.
+# Runs in the spare: import (on an idle-priority thread when asked), wait for the round, become the
+# worker. No caldera import: it must work with any interpreter that can run the user's script.
 ZYGOTE = """\
-import json, os, runpy, sys
-for name in json.loads(sys.argv[1]):
-    try:
-        __import__(name)
-    except Exception:
-        pass
+import gc, json, os, runpy, select, sys, threading
+names, idle, patience = json.loads(sys.argv[1]), sys.argv[2] == "idle", float(sys.argv[3])
+lock, wanted = threading.Lock(), []
+def preload():
+    with lock:
+        if idle and not wanted:
+            try:
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            except (AttributeError, OSError):
+                pass
+    gc.disable()
+    for name in names:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    gc.freeze()
+    gc.enable()
+def leave_idle():
+    with lock:
+        wanted.append(True)
+        if not idle or not loader.is_alive():
+            return True
+        try:
+            os.sched_setscheduler(loader.native_id, os.SCHED_OTHER, os.sched_param(0))
+        except ProcessLookupError:
+            pass
+        except (AttributeError, OSError):
+            return False
+        return True
+loader = threading.Thread(target=preload, name="caldera-preload", daemon=True)
+loader.start()
+if idle and not select.select([0], [], [], patience)[0] and not leave_idle():
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-2], "now", "0"])
 line = sys.stdin.readline()
 if not line:
     os._exit(0)
@@ -53,6 +100,9 @@ job = json.loads(line)
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
+if not leave_idle():
+    os.execvpe(job["command"][0], job["command"], job["env"])
+loader.join()
 os.environ.clear()
 os.environ.update(job["env"])
 sys.argv = job["argv"]
@@ -63,6 +113,11 @@ else:
     sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
     runpy.run_path(sys.argv[0], run_name="__main__")
 """
+
+
+def spare_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """The environment spares start with (the round's replaces it): the node's, one intra-op thread by default."""
+    return {"OMP_NUM_THREADS": "1", **base_env}
 
 
 def warm_form(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
@@ -80,31 +135,39 @@ def warm_form(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
 
 
 class SparePool:
-    """Up to `size` warm spares for `command` (none if it has no warm form or nothing is preloaded)."""
+    """Up to `size` warm spares for `command` (none if it has no warm form or nothing is preloaded).
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str], preload: Sequence[str], size: int) -> None:
+    Used from the launcher's main thread only (PR_SET_PDEATHSIG fires when the thread that
+    started a process ends, so spares are started from the one thread that lives as long as
+    the launcher)."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        preload: Sequence[str],
+        size: int,
+        idle_patience: float = IDLE_PATIENCE,
+    ) -> None:
+        self.command = list(command)
+        self.idle_patience = idle_patience
         self.form = warm_form(command) if preload else None
         self.env = dict(env)
         self.preload = list(preload)
         self.size = size
-        self._delay = REFILL_DELAY
         self._ready: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
-        self._wanted = threading.Event()  # a refill was asked for
-        self._closed = threading.Event()
-        self._spawner: threading.Thread | None = None
+        self._closed = False
 
-    def fill(self) -> None:
-        """Start spares until `size` are waiting.
-
-        Called from a thread that lives as long as the launcher (its main thread, or the
-        spawner): PR_SET_PDEATHSIG fires when the thread that started the process ends."""
+    def fill(self, idle: bool = False) -> None:
+        """Start spares until `size` are waiting; with `idle`, they import at idle priority."""
         with self._lock:
-            if self.form is None or self._closed.is_set():
+            if self.form is None or self._closed:
                 return
             self._ready = [p for p in self._ready if p.poll() is None]
             while len(self._ready) < self.size:
-                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload)])
+                mode, patience = ("idle", self.idle_patience) if idle else ("now", 0.0)
+                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode, str(patience)])
                 try:
                     proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
                 except OSError:
@@ -112,29 +175,16 @@ class SparePool:
                     return
                 self._ready.append(proc)
 
-    def refill_later(self, delay: float = REFILL_DELAY) -> None:
-        """Fill again `delay` seconds from now, on the spawner thread (asking again restarts the wait)."""
-        if self.form is None:
-            return
-        self._delay = delay
-        self._wanted.set()
-        if self._spawner is None:
-            self._spawner = threading.Thread(target=self._spawn, name="caldera-spares", daemon=True)
-            self._spawner.start()
-
-    def _spawn(self) -> None:
-        while not self._closed.is_set():
-            self._wanted.wait()
-            while self._wanted.is_set() and not self._closed.is_set():
-                self._wanted.clear()
-                if self._closed.wait(self._delay):
-                    return
-            self.fill()
+    def refill(self) -> None:
+        """Replace the spares taken by a round that just started, at idle priority (see the module docstring)."""
+        self.fill(idle=True)
 
     def start(self, env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
         """A waiting spare turned into the worker with `env`; None when none is ready (start it cold)."""
         if self.form is None:
             return None
+        _, module, argv = self.form
+        job = json.dumps({"env": dict(env), "argv": argv, "module": module, "command": self.command}) + "\n"
         while True:
             with self._lock:
                 if not self._ready:
@@ -142,9 +192,8 @@ class SparePool:
                 proc = self._ready.pop(0)
             if proc.poll() is not None or proc.stdin is None:
                 continue
-            _, module, argv = self.form
             try:
-                proc.stdin.write((json.dumps({"env": dict(env), "argv": argv, "module": module}) + "\n").encode())
+                proc.stdin.write(job.encode())
                 proc.stdin.close()
             except OSError:  # it died meanwhile
                 continue
@@ -156,9 +205,8 @@ class SparePool:
             return sum(p.poll() is None for p in self._ready)
 
     def close(self) -> None:
-        self._closed.set()
-        self._wanted.set()
         with self._lock:
+            self._closed = True
             ready, self._ready = self._ready, []
         for proc in ready:
             with contextlib.suppress(ProcessLookupError, PermissionError):

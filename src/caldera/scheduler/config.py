@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from caldera.core.errors import FieldError, ValidationError
+from caldera.core.loading import load_yaml
 
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
 PLUGINS = (
@@ -45,6 +46,7 @@ PLUGINS = (
     "fifo",
     "las",
     "srtf",
+    "consolidate",
 )
 
 DEFAULT_CONFIG = """
@@ -93,7 +95,7 @@ def default_config() -> SchedulerConfig:
 
 def parse_config(text: str, source: str) -> SchedulerConfig:
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""

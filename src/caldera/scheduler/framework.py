@@ -212,6 +212,9 @@ class Plugin:
     """
 
     name: ClassVar[str] = ""
+    # Whether its `node_order` score of a node depends only on that node's column of the node arrays, the
+    # task's request and the plugin's arguments: then scores are kept across pods and cycles (placement.py).
+    local_scores: ClassVar[bool] = False
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         self.ssn = ssn

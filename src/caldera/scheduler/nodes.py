@@ -22,6 +22,8 @@ from caldera.core import objects as o
 from caldera.core.resources import PODS
 from caldera.scheduler.info import UNTRACKED_UNLESS_DECLARED, Vector
 
+CHANGE_LOG = 1 << 16  # entries kept in the change log before it starts again
+
 
 class NodeArrays:
     """The nodes' resources, labels and taints, column by column."""
@@ -49,6 +51,10 @@ class NodeArrays:
         self.node_version = 0
         self._total: Vector | None = None
         self._total_version = -1
+        # The columns whose `used`, `releasing` or `nominated` changed, in order (what `placement.py` catches
+        # up with); position p of the log is `_changed[p - _changed_base]`. Long, it starts again.
+        self._changed: list[int] = []
+        self._changed_base = 0
 
     # ------------------------------------------------------------ vectors
 
@@ -82,6 +88,28 @@ class NodeArrays:
             )
             self._total_version = self.node_version
         return self._total
+
+    # ------------------------------------------------------------ the change log
+
+    def note_change(self, n: int) -> None:
+        """Column `n`'s used, releasing or nominated resources changed (the state calls this)."""
+        changed = self._changed
+        if len(changed) >= CHANGE_LOG:
+            self._changed_base += len(changed)
+            changed.clear()
+        changed.append(n)
+
+    @property
+    def change_position(self) -> int:
+        return self._changed_base + len(self._changed)
+
+    def changes_since(self, position: int, limit: int) -> list[int] | None:
+        """The columns changed since `position` (with repeats); None if the log no longer reaches back
+        that far or they are more than `limit`: then recompute every column."""
+        start = position - self._changed_base
+        if start < 0 or len(self._changed) - start > limit:
+            return None
+        return self._changed[start:]
 
     # ------------------------------------------------------------ nodes
 

@@ -11,8 +11,10 @@ Invariant: `attained(t)` = Σ over the job's observed running intervals of
 GPUs × (min(end, t) − start), kept in O(1) per transition as closed GPU-seconds
 plus `gpus × t − since_sum` for the intervals still open. A job's *run* is a
 maximal period with at least one of its tasks running; `last_run` is the length
-of the last one that ended and `run_ended` when it ended (what starvation
-promotion in the `las` plugin measures waiting from).
+of the last one that ended and `run_ended` when it ended; `ran` adds up the
+lengths of the runs that ended and `epoch` is when the first run since the
+last promotion began (what Tiresias' starvation rule in the `las` plugin
+measures waiting and running from).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class Service:
     run_ended: float | None = None  # when the last run ended (None: never ran, or running)
     last_run: float = 0.0  # length of the last run that ended
     forgiven: float = 0.0  # service no longer held against the job (set by las when it promotes it)
+    ran: float = 0.0  # wall seconds of the runs that ended
+    ran_forgiven: float = 0.0  # `ran` when las last promoted the job
+    epoch: float | None = None  # when the first run since the last promotion began (None: none yet)
 
     def attained(self, now: float) -> float:
         """GPU-seconds run up to `now` (for `now` at or after every open interval's start)."""
@@ -40,6 +45,8 @@ class Service:
         if self.running == 0:
             self.run_started = start
             self.run_ended = None
+            if self.epoch is None:
+                self.epoch = start
         self.running += 1
         self.gpus += gpus
         self.since_sum += gpus * start
@@ -55,5 +62,6 @@ class Service:
             self.gpus = self.since_sum = 0.0  # no float residue once nothing runs
             begun = self.run_started if self.run_started is not None else start
             self.last_run = max(end - begun, 0.0)
+            self.ran += self.last_run
             self.run_ended = end
             self.run_started = None

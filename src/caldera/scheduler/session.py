@@ -33,6 +33,7 @@ from caldera.scheduler.framework import (
     Tiers,
 )
 from caldera.scheduler.info import PLACED
+from caldera.scheduler.placement import Placements
 from caldera.scheduler.state import FINISHED, READY, ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
 from caldera.scheduler.statement import Bind, Evict, Statement
 
@@ -172,6 +173,16 @@ class Session:
             return int(candidates[0])
         return int(candidates[int(np.argmax(scores))])
 
+    def best_fit(self, task: TaskInfo, future: bool) -> int:
+        """`best_node(task, feasible(task, free(future)))`: from the values `placement.py` keeps when every
+        node-order plugin's scores are local, else computed over every node."""
+        if self._layout.local_scores:
+            placements = self.state.placements
+            if placements is None or placements.layout is not self._layout:
+                placements = self.state.placements = Placements(self._layout)
+            return placements.best(self, task, future)
+        return self.best_node(task, self.feasible(task, self.free(future)))
+
     def fit_error(self, task: TaskInfo) -> str:
         """Why no node takes `task`, in kube-scheduler's words: `0/4 nodes are available: 4 Insufficient cpu.`"""
         s = self.state
@@ -269,6 +280,7 @@ class HookLayout:
     points: Mapping[str, list[list[str]]]  # point name → the implementing plugins' names, tier by tier
     implemented: Mapping[str, bool]  # point name → whether any plugin implements it
     options: Mapping[str, PluginOption]  # plugin name → its first entry in the tiers
+    local_scores: bool  # every node-order plugin's scores are local (`Plugin.local_scores`)
 
 
 def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -> HookLayout:
@@ -284,4 +296,5 @@ def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -
     for tier in config.tiers:
         for opt in tier:
             options.setdefault(opt.name, opt)
-    return HookLayout(points, {name: any(tiers) for name, tiers in points.items()}, options)
+    local = all(registry[name].local_scores for tier in points[NODE_ORDER.name] for name in tier)
+    return HookLayout(points, {name: any(tiers) for name, tiers in points.items()}, options, local)

@@ -35,6 +35,7 @@ from caldera.scheduler.info import TaskStatus as TaskStatus
 from caldera.scheduler.info import Vector as Vector
 from caldera.scheduler.invariants import check_invariants
 from caldera.scheduler.nodes import NodeArrays
+from caldera.scheduler.placement import Placements
 
 # What a task in each status counts towards (see `_contribute`): node used, releasing, nominated, allocated,
 # request. Between statuses that count the same, a move changes no total.
@@ -58,6 +59,7 @@ class ClusterState(NodeArrays):
         self.dirty_jobs: set[str] = set()  # jobs whose podgroup status may need writing
         self.predicate_cache: dict[object, object] = {}  # session.static_rejections, valid for one node_version
         self.fit_cache: dict[object, object] = {}  # enqueue: whether a request fits some empty node, the same
+        self.placements: Placements | None = None  # every node's value per request shape (placement.py)
         # Bumped when a queue is added, changed or removed. What plugins derive from the queues' specs and
         # the nodes alone (queue capabilities, ...) is kept in `derived` under the versions it was computed at.
         self.queue_version = 0
@@ -358,10 +360,12 @@ class ClusterState(NodeArrays):
             versions = self.used_version
             for d in task.dims:
                 versions[d] += 1
+            self.note_change(n)
         if s is TaskStatus.RELEASING:
             self.releasing[:, n] += delta
         elif s is TaskStatus.PIPELINED:
             self.nominated[:, n] += delta
+            self.note_change(n)
         q = self.queues.get(job.queue) or self.queue(job.queue)
         if s in ALLOCATED:
             job.allocated += delta

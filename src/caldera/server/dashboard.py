@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import html
 import importlib.util
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -64,7 +65,7 @@ PAGE_HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
 }
-MODULES = ("api.js", "dom.js", "live.js")  # what every page imports: preloaded with it
+IMPORT = re.compile(r'^import\b[^;]*?\bfrom\s*"\./([\w.-]+\.js)"', re.MULTILINE)
 
 
 def _swagger_files() -> Path:
@@ -83,6 +84,23 @@ DOCS_HEADERS = {
         "img-src 'self'", "img-src 'self' data:"
     ),
 }
+
+
+def module_imports(root: Path = STATIC / "js") -> dict[str, list[str]]:
+    """Per ES module, every module it imports, directly or not: a page preloads them all with its own, so
+    the browser fetches them at once instead of one import after another."""
+    direct = {p.name: IMPORT.findall(p.read_text()) for p in sorted(root.glob("*.js"))}
+    every: dict[str, list[str]] = {}
+    for name, imports in direct.items():
+        seen: list[str] = []
+        todo = list(imports)
+        while todo:
+            m = todo.pop(0)
+            if m not in seen and m != name:
+                seen.append(m)
+                todo.extend(direct.get(m, []))
+        every[name] = seen
+    return every
 
 
 def asset_version(root: Path = STATIC) -> str:
@@ -104,6 +122,7 @@ class Dashboard:
         self.sessions = Sessions(token, clock)
         self.api = CookieToBearer(app, self.sessions, token)
         self.version = asset_version()
+        self.imports = module_imports()
         routes = Router(
             routes=[
                 *(Route(path, self._page, methods=["GET", "HEAD"]) for path in PAGES),
@@ -167,7 +186,9 @@ class Dashboard:
             f"{name}</a>"
             for path, (page, name) in PAGES.items()
         )
-        preload = "".join(f'<link rel="modulepreload" href="/static/{v}/js/{m}">' for m in MODULES)
+        preload = "".join(
+            f'<link rel="modulepreload" href="/static/{v}/js/{m}">' for m in self.imports.get(f"{module}.js", [])
+        )
         return (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -7,6 +7,8 @@ Every error body is {"error": one line, "reason": ...}; a ValidationError adds
   409 Conflict      not allowed in the object's current state
   410 Expired       a watch from a resourceVersion older than the change log keeps
   422 Invalid       a manifest or parameter that breaks a rule
+  413 TooLarge      a request body over the limit (`limits`), refused before it is read further
+  503 Unavailable   the daemon cannot save its state (disk full, read-only): the change is not durable
   400 BadRequest    any other CalderaError
   500 InternalError anything else: logged with its traceback, one line to the client
 A CalderaError is matched by class name along its MRO, so the store's own `Conflict`
@@ -30,7 +32,12 @@ from caldera.core.errors import CalderaError, ValidationError
 log = logging.getLogger("caldera.server")
 
 UNAUTHORISED = "not authorised: wrong or missing token"
-_BY_NAME = {"NotFound": (404, "NotFound"), "Conflict": (409, "Conflict"), "Expired": (410, "Expired")}
+_BY_NAME = {
+    "NotFound": (404, "NotFound"),
+    "Conflict": (409, "Conflict"),
+    "Expired": (410, "Expired"),
+    "Unavailable": (503, "Unavailable"),
+}
 
 
 def error_response(status: int, reason: str, message: str, **extra: object) -> JSONResponse:

@@ -1,7 +1,8 @@
 """API views made for looking at the cluster (the dashboard's pages use them; so may any client).
 
   GET /api/v1/overview      capacity and allocation, queue shares, jobs and pods by phase, recent events
-  GET /api/v1/allocations   per node: what is allocated, to which pods, which GPUs (virtual ones marked)
+  GET /api/v1/allocations?node=N&podsUpTo=K   per node: what is allocated, to which pods, which GPUs (virtual
+                            ones marked); only node N; a node of more than K pods lists only those holding GPUs
   GET /api/v1/jobtable      every job, with only the fields a table of jobs shows
   GET /api/v1/timeline?namespace=NS&job=J&since=T&until=T    pods on nodes over time (epoch seconds)
 Each answer has "resourceVersion": watch from it (`/api/v1/watch?resourceVersion=N`) to follow
@@ -29,9 +30,15 @@ def views_router(cluster: ClusterAPI) -> APIRouter:
         return cluster.overview()
 
     @r.get("/allocations")
-    def allocations() -> JSON:
+    def allocations(
+        node: Annotated[str | None, Query(description="only this node")] = None,
+        pods_up_to: Annotated[
+            int | None,
+            Query(alias="podsUpTo", ge=0, description="a node of more pods lists only those holding GPUs"),
+        ] = None,
+    ) -> JSON:
         """Per node: allocatable, allocated, and each pod holding some of it (its requests and GPU ids)."""
-        return cluster.allocations()
+        return cluster.allocations(node, pods_up_to)
 
     @r.get("/jobtable")
     def job_table() -> JSON:

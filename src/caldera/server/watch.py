@@ -19,7 +19,6 @@ so a client that goes away, or a daemon that stops, ends it within that time.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
 from caldera.system.api import JSON, ClusterAPI, Expired
@@ -127,7 +127,8 @@ async def _lines(
     batch = first
     while True:
         if batch["events"]:
-            yield b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in batch["events"])
+            # pydantic's encoder (FastAPI's own): a few times faster than json.dumps on the first thousand objects
+            yield b"".join(to_json(e) + b"\n" for e in batch["events"])
         since = int(batch["resourceVersion"])
         left = WAIT_SECONDS if deadline is None else min(WAIT_SECONDS, deadline - clock.now())
         if closing.is_set() or left <= 0:
@@ -136,5 +137,5 @@ async def _lines(
             batch = await run_in_threadpool(cluster.changes, kinds, namespace, since, left)
         except Expired as e:
             status = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410, "message": str(e)}
-            yield json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
+            yield to_json({"type": "ERROR", "object": status}) + b"\n"
             return

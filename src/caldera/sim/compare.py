@@ -27,6 +27,7 @@ from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.session import CycleResult
 from caldera.scheduler.state import ClusterState
 from caldera.sim import metrics as m
+from caldera.sim.costs import FREE, Costs
 from caldera.sim.engine import Simulation
 from caldera.sim.inputs import JobArrival, read_text
 from caldera.sim.report import Collected, collect
@@ -112,6 +113,7 @@ class PolicyRun:
     jcts: list[float]
     utilisation: m.StepSeries
     shares: m.Shares
+    overhead_gpu_hours: float = 0.0
 
     @property
     def cpu_ms_per_cycle(self) -> float | None:
@@ -140,6 +142,7 @@ class PolicyRun:
             "preemptions": self.preemptions,
             "lostGpuHours": self.lost_gpu_hours,
             "idleGpuHours": self.idle_gpu_hours,
+            "overheadGpuHours": self.overhead_gpu_hours,
             "cycles": self.cycles,
             "cpuMsPerCycle": self.cpu_ms_per_cycle,
             "wallSeconds": self.wall_seconds,
@@ -166,6 +169,8 @@ def records(c: Collected, accounting: Mapping[str, Mapping[str, Any]] | None = N
                 int(extra.get("preemptions", 0) or 0),
                 float(extra.get("lostGpuSeconds", 0.0) or 0.0),
                 float(extra.get("idleGpuSeconds", 0.0) or 0.0),
+                float(extra.get("overheadGpuSeconds", 0.0) or 0.0),
+                float(extra["runSeconds"]) if "runSeconds" in extra else None,
             )
         )
     return out
@@ -208,9 +213,10 @@ def run_policy(
     *,
     until: float | None = None,
     on_cycle: Callable[[float], None] | None = None,
+    costs: Costs = FREE,
 ) -> PolicyRun:
     scheduler = TimedScheduler(config, on_cycle)
-    sim = Simulation(inputs.cluster, inputs.workload, scheduler, until=until)
+    sim = Simulation(inputs.cluster, inputs.workload, scheduler, until=until, costs=costs)
     t0 = time.perf_counter()
     sim.run()
     wall = time.perf_counter() - t0
@@ -255,6 +261,7 @@ def measure(
         preemptions=sum(j.preemptions for j in jobs),
         lost_gpu_hours=sum(j.lost_gpu_seconds for j in jobs) / 3600.0,
         idle_gpu_hours=sum(j.idle_gpu_seconds for j in jobs) / 3600.0,
+        overhead_gpu_hours=sum(j.overhead_gpu_seconds for j in jobs) / 3600.0,
         cycles=cycles,
         cpu_seconds=cpu_seconds,
         wall_seconds=wall_seconds,

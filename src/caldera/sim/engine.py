@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import count
 
 from caldera.backends.fake import FakeExecutor
@@ -39,6 +39,7 @@ from caldera.core.errors import ValidationError
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.state import JobInfo
+from caldera.sim.costs import FREE, Costs
 from caldera.sim.inputs import Cluster, Command, Fault, JobArrival, Workload
 from caldera.sim.progress import Progress, WorkReport
 from caldera.system.control import ControlPlane
@@ -66,9 +67,13 @@ class Simulation:
     _wake_at: set[float] = field(default_factory=set)
     executor: FakeExecutor = field(init=False)
     progress: Progress = field(default_factory=Progress)
+    costs: Costs = FREE  # what starting, preempting and spreading a gang costs (progress.py); free by default
     _work: dict[str, float | None] = field(default_factory=dict)  # job key → its longest task's duration
 
     def __post_init__(self) -> None:
+        if not self.costs.free:
+            node_gpus = max((n.allocatable.get(GPU, 0.0) / 1000.0 for n in self.cluster.nodes), default=0.0)
+            self.progress.costs = replace(self.costs, gpus_per_node=self.costs.gpus_per_node or node_gpus)
         self.executor = FakeExecutor(self.schedule, self.clock.now, self._run_of, _Pacing(self.progress))
         self.plane = ControlPlane(self.scheduler, self.executor, self.clock)
         self.executor.sink = self.plane
@@ -282,7 +287,7 @@ class _Pacing:
 
     def started(self, pod: o.Pod, duration: float | None, restart: bool, now: float) -> list[tuple[str, float]]:
         gpus = pod.spec.requests().get(GPU, 0.0) / 1000.0  # milli-GPUs, as quantities are held
-        return self.progress.start(pod.job_key, pod.key, duration, gpus, restart, now)
+        return self.progress.start(pod.job_key, pod.key, duration, gpus, restart, now, pod.node_name)
 
     def stopped(self, key: str, now: float) -> None:
         self.progress.stop(key, now)

@@ -1,7 +1,8 @@
 """The comparison as text: one table (for the terminal and for report.md), report.md and results.json.
 
-Times are shown in one unit per column (seconds, minutes or hours, whichever
-suits the column's largest value), so the rows of a column compare at a glance.
+Times are in hours in every column and every run, so tables of different runs
+compare at a glance (two decimals; three significant digits under 0.1 h, so a
+workload of seconds still shows its numbers).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from caldera import __version__
 from caldera.core.resources import GPU
 from caldera.sim.compare import PolicyRun
+from caldera.sim.costs import FREE, Costs
 from caldera.sim.metrics import SIZE_CLASSES
 from caldera.sim.plots import FILES
 from caldera.sim.sources import Inputs
@@ -28,17 +30,25 @@ class RunInfo:
     seed: int
     until: float | None = None
     command: str = ""
+    costs: Costs = FREE
+
+
+HOUR = 3600.0
 
 
 def _unit(values: Sequence[float | None]) -> tuple[float, str]:
-    top = max((v for v in values if v is not None), default=0.0)
-    if top >= 3 * 3600:
-        return 3600.0, "h"
-    return (60.0, "min") if top >= 180 else (1.0, "s")
+    """The unit of a time column: hours, whatever the values (fixed across runs)."""
+    del values
+    return HOUR, "h"
 
 
 def _num(v: float | None, scale: float = 1.0, digits: int = 2) -> str:
-    return "-" if v is None else f"{v / scale:,.{digits}f}"
+    if v is None:
+        return "-"
+    x = v / scale
+    if scale == HOUR and 0 < abs(x) < 0.1:
+        return f"{x:.3g}"  # seconds-long runs keep their digits in hours
+    return f"{x:,.{digits}f}"
 
 
 def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
@@ -62,6 +72,7 @@ def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
         "preemptions",
         "lost GPU-h",
         "idle GPU-h",
+        "overhead GPU-h",
         "CPU ms/cycle",
     ]
     rows = []
@@ -78,6 +89,7 @@ def table(runs: Sequence[PolicyRun]) -> tuple[list[str], list[list[str]]]:
                 str(r.preemptions),
                 _num(r.lost_gpu_hours, digits=1),
                 _num(r.idle_gpu_hours, digits=1),
+                _num(r.overhead_gpu_hours, digits=1),
                 _num(r.cpu_ms_per_cycle, digits=2),
             ]
         )
@@ -121,6 +133,7 @@ def describe(info: RunInfo) -> list[str]:
             else f" ({len(i.cluster.nodes):,} nodes, {i.total_gpus:,.0f} GPUs)"
         ),
         f"- policies: {', '.join(info.policies)}",
+        f"- {info.costs.words()}",
         f"- caldera {__version__}",
     ]
     if info.until is not None:
@@ -167,6 +180,12 @@ def results_json(runs: Sequence[PolicyRun], info: RunInfo) -> str:
         "clusterGpus": info.inputs.total_gpus,
         "workGpuHours": round(work_gpu_hours(info.inputs), 6),
         "meanRunTime": mean_run_time(info.inputs),
+        "costs": {
+            "startLatency": info.costs.start_latency,
+            "resume": info.costs.resume,
+            "preempt": info.costs.preempt,
+            "spread": info.costs.spread,
+        },
         "policies": [r.numbers() for r in runs],
     }
     return json.dumps(doc, indent=1)

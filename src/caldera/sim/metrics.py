@@ -18,8 +18,12 @@ Definitions (the study and `simulate compare` use exactly these):
   is the GPUs its pods hold / cluster GPUs.
 - Jain's index over the demanding queues of held/deserved, averaged over time
   (weighted by duration) where some queue is served or waiting; 1 is perfectly fair.
-- Longest wait per size class (1, 2-4, 5-8, 9-32, >32 GPUs): the largest
-  queueing delay; a job still waiting at the end counts with its wait so far.
+- Longest wait per size class (1, 2-4, 5-8, 9-32, >32 GPUs): the most time a
+  job of the class spent waiting, from its submission to its end (or the end
+  of the run) minus the time its gang was up, so the waits after a preemption
+  count too (a preemptive policy starts jobs at once and makes them wait
+  later); where the simulator does not report up times, its queueing delay. A
+  job still waiting at the end counts with its wait so far.
 - Preemptions, lost and idle GPU-hours: the per-job counts the simulator
   reports (`preemptions`; `lostGpuSeconds`, progress thrown away back to the
   last checkpoint; `idleGpuSeconds`, GPUs held while the job's gang was below
@@ -50,6 +54,8 @@ class JobRecord:
     preemptions: int = 0
     lost_gpu_seconds: float = 0.0
     idle_gpu_seconds: float = 0.0  # GPUs its pods held while its gang was below minAvailable
+    overhead_gpu_seconds: float = 0.0  # GPUs held through start-up delays and lost to spread placement
+    run_seconds: float | None = None  # wall time its gang was up over all its runs (None: not reported)
 
     @property
     def jct(self) -> float | None:
@@ -132,7 +138,10 @@ def longest_waits(jobs: Sequence[JobRecord], horizon: float) -> dict[str, float]
     """The longest wait per size class that has jobs; a job not started by `horizon` waited until then."""
     out: dict[str, float] = {}
     for j in jobs:
-        wait = (j.start if j.start is not None else max(horizon, j.submit)) - j.submit
+        if j.run_seconds is not None:
+            wait = max((j.end if j.end is not None else max(horizon, j.submit)) - j.submit - j.run_seconds, 0.0)
+        else:
+            wait = (j.start if j.start is not None else max(horizon, j.submit)) - j.submit
         c = size_class(j.gpus)
         out[c] = max(out.get(c, 0.0), wait)
     return {c: out[c] for c in SIZE_CLASSES if c in out}

@@ -8,10 +8,17 @@
 
 Series are averaged onto a grid of at most `POINTS` bins before plotting: a
 full-Philly run has hundreds of thousands of steps, more than a figure can show.
+
+For people: legends sit outside the axes (they never cover a line), utilisation
+is in % as in the tables, each policy has its own line style as well as colour
+and a policy whose line is the same as an earlier one's says so in the legend
+("= las"), since it is drawn under it. Queues named by a trace's hex ids
+(Philly's virtual clusters) are labelled "VC <id>".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +35,29 @@ POINTS = 600
 DPI = 90  # small files: the study's plots live in the repository
 TOP_QUEUES = 6
 FILES = ("jct_cdf.png", "utilisation.png", "queue_shares.png")
+STYLES = ("-", "--", "-.", ":")
+_HEX_ID = re.compile(r"[0-9a-f]{6,}")
+
+
+def queue_label(name: str) -> str:
+    """A queue as a legend shows it: a trace's bare hex id reads as the virtual cluster it is."""
+    if not name:
+        return "-"
+    return f"VC {name}" if _HEX_ID.fullmatch(name) else name
+
+
+def same_as(series: Sequence[Floats], names: Sequence[str]) -> list[str]:
+    """Legend labels: each name, with "(= earlier)" when its series equals an earlier one's (drawn under it)."""
+    out = []
+    for i, (s, name) in enumerate(zip(series, names, strict=True)):
+        twin = next((names[j] for j in range(i) if series[j].shape == s.shape and np.allclose(series[j], s)), None)
+        out.append(name if twin is None else f"{name} (= {twin})")
+    return out
+
+
+def _style(i: int) -> dict[str, object]:
+    """Colour, dash and width per policy: lines that coincide still show each other's dashes."""
+    return {"color": f"C{i % 10}", "linestyle": STYLES[i % len(STYLES)], "linewidth": 2.2 - 0.25 * (i % 4)}
 
 
 def binned(series: StepSeries, start: float, end: float, points: int = POINTS) -> tuple[Floats, Floats]:
@@ -62,38 +92,39 @@ def write_plots(runs: Sequence[PolicyRun], directory: Path) -> list[Path]:
     paths = [directory / name for name in FILES]
     start, end, scale, unit = _hours_axis(runs)
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in runs:
-        if r.jcts:
-            x = np.array(r.jcts) / scale
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    cdfs = [np.array(r.jcts) / scale for r in runs]
+    for i, (r, x, label) in enumerate(zip(runs, cdfs, same_as(cdfs, [r.policy for r in runs]), strict=True)):
+        if len(x):
             y = np.arange(1, len(x) + 1) / r.jobs
-            ax.step(x, y, where="post", label=r.policy)
+            ax.step(x, y, where="post", label=label, **_style(i))  # type: ignore[arg-type]
     ax.set_xscale("log")
     ax.set_xlabel(f"job completion time ({unit}, log)")
     ax.set_ylabel("fraction of jobs finished")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title("JCT CDF")
     fig.tight_layout()
     fig.savefig(paths[0], dpi=DPI)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in runs:
-        x, y = binned(r.utilisation, start, end)
-        ax.plot((x - start) / scale, y, label=r.policy, linewidth=1.2)
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    lines = [binned(r.utilisation, start, end) for r in runs]
+    labels = same_as([y for _, y in lines], [r.policy for r in runs])
+    for i, ((x, y), label) in enumerate(zip(lines, labels, strict=True)):
+        ax.plot((x - start) / scale, 100.0 * y, label=label, **_style(i))  # type: ignore[arg-type]
     ax.set_xlabel(f"time since the first submission ({unit})")
-    ax.set_ylabel("GPUs held / cluster GPUs")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("GPUs held (% of the cluster's)")
+    ax.set_ylim(0, 105)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title("GPU utilisation over time")
     fig.tight_layout()
     fig.savefig(paths[1], dpi=DPI)
     plt.close(fig)
 
-    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.6 * len(runs) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(10, 2.6 * len(runs) + 0.6), sharex=True, squeeze=False)
     for ax, r in zip(axes[:, 0], runs, strict=True):
         _shares_panel(ax, r, start, end, scale)
     axes[-1, 0].set_xlabel(f"time since the first submission ({unit})")
@@ -113,14 +144,14 @@ def _shares_panel(ax: Axes, r: PolicyRun, start: float, end: float, scale: float
     top = [int(i) for i in order[:TOP_QUEUES]]
     rest = [int(i) for i in order[TOP_QUEUES:]]
     layers = [held[:, i] for i in top] + ([held[:, rest].sum(axis=1)] if rest else [])
-    labels = [s.queues[i] or "-" for i in top] + (["other"] if rest else [])
+    labels = [queue_label(s.queues[i]) for i in top] + (["other"] if rest else [])
     if layers:
         colours = [f"C{k}" for k in range(len(layers))]
-        ax.stackplot(t, *layers, labels=labels, colors=colours, alpha=0.75)
+        ax.stackplot(t, *(100.0 * layer for layer in layers), labels=labels, colors=colours, alpha=0.75)
         for k, i in enumerate(top):
-            ax.plot(t, fair[:, i], linestyle="--", linewidth=0.9, color=colours[k])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("share")
+            ax.plot(t, 100.0 * fair[:, i], linestyle="--", linewidth=0.9, color=colours[k])
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("share (%)")
     ax.set_title(r.policy, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right", ncol=2)

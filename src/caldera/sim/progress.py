@@ -18,17 +18,30 @@ one; the rest is lost work, counted in GPU-seconds. A new pod of the same name
 resumes from what its slot kept; a pod restarted in place runs its whole
 duration again, as the `caldera simulate` contract says.
 
+Costs (`Costs`, all 0 by default: the free model): a gang that comes up
+trains only after `start_latency` seconds (its pods starting) plus `resume`
+seconds when it has progress to load back (a checkpoint restored, the model
+warmed up); a checkpointing job that is preempted saves its checkpoint in
+`preempt` seconds of its own progress (what it kept shrinks by that much); and
+a gang spread over more nodes than its GPUs need trains at speed
+1 / (1 + `spread` × extra nodes), fixed when the gang comes up. Delays and slow
+progress are counted as `overhead` GPU-seconds.
+
 Invariants: `up` is the number of slots running or ended by themselves;
-`up_since` is set exactly while up ≥ minAvailable; a slot's `end` is the wall
+`up_since` is set exactly while up ≥ minAvailable (it may lie ahead of now:
+the gang's start-up delay, during which P stands still); a slot's `end` is the wall
 time of its run's end, valid only while it runs and the gang is up (or went
 down at that very instant); every operation is O(1) except a gang coming up,
 which (re)times the job's running slots. Pure: time is always an argument.
+With the free model every number is the same as before costs existed.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+from caldera.sim.costs import FREE, Costs
 
 _EPS = 1e-9  # progress compared with checkpoint multiples: 300.0 done at interval 100 saves 300
 
@@ -42,6 +55,7 @@ class Slot:
     running: bool = False
     ended: bool = False  # its run ended by itself: it still counts towards the gang
     end: float | None = None  # wall time its run ends (while the gang is up)
+    node: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +65,8 @@ class WorkReport:
     preemptions: int = 0  # instants at which the scheduler preempted or reclaimed some of its pods
     lost_gpu_seconds: float = 0.0  # progress thrown away by stops (back to the last checkpoint) × GPUs
     idle_gpu_seconds: float = 0.0  # GPUs held by running pods while the gang was below minAvailable
+    overhead_gpu_seconds: float = 0.0  # GPUs held through start-up delays and lost to spread placement
+    run_seconds: float = 0.0  # wall time its gang was up (start-up delays included), over all its runs
 
     def to_dict(self) -> dict[str, float | int]:
         """The extra fields of a job row in the simulation report."""
@@ -58,6 +74,8 @@ class WorkReport:
             "preemptions": self.preemptions,
             "lostGpuSeconds": round(self.lost_gpu_seconds, 6),
             "idleGpuSeconds": round(self.idle_gpu_seconds, 6),
+            "overheadGpuSeconds": round(self.overhead_gpu_seconds, 6),
+            "runSeconds": round(self.run_seconds, 6),
         }
 
 
@@ -76,19 +94,36 @@ class JobWork:
     preempted_at: float | None = None
     lost: float = 0.0
     idle: float = 0.0
+    speed: float = 1.0  # progress per second while up (spread placement slows it)
+    up_gpus: float = 0.0  # GPUs of the slots running when the gang came up
+    up_from: float = 0.0  # when the current up period began (up_since minus its delay)
+    overhead: float = 0.0  # GPU-seconds of delays and slowdown, of up periods already over
+    ran: float = 0.0  # wall seconds of up periods already over
+    done_at: float | None = None  # when its last running slot ended by itself (its work done)
 
     def progress(self, now: float) -> float:
-        return self.clock + (now - self.up_since if self.up_since is not None else 0.0)
+        if self.up_since is None or now <= self.up_since:
+            return self.clock
+        return self.clock + self.speed * (now - self.up_since)
 
     def report(self, now: float) -> WorkReport:
         idle = self.idle + (self.held_gpus * (now - self.last) if self.up_since is None else 0.0)
-        return WorkReport(self.preemptions, self.lost, idle)
+        up = now - self.up_from if self.up_since is not None and self.done_at is None else 0.0
+        overhead = self.overhead + (self._overhead_now(now) if self.done_at is None else 0.0)
+        return WorkReport(self.preemptions, self.lost, idle, overhead, self.ran + up)
+
+    def _overhead_now(self, now: float) -> float:
+        """GPU-seconds of the current up period not turned into progress (its delay, its slowdown)."""
+        if self.up_since is None or self.up_gpus <= 0:
+            return 0.0
+        return self.up_gpus * ((now - self.up_from) - (self.progress(now) - self.clock))
 
 
 class Progress:
     """Every job's work, advanced by what the executor reports (a start, a stop, a run's end)."""
 
-    def __init__(self) -> None:
+    def __init__(self, costs: Costs = FREE) -> None:
+        self.costs = costs
         self.jobs: dict[str, JobWork] = {}
         self._job_of: dict[str, str] = {}  # pod key → job key
 
@@ -96,7 +131,14 @@ class Progress:
         self.jobs[job_key] = JobWork(max(min_available, 1), checkpoint)
 
     def start(
-        self, job_key: str, pod_key: str, work: float | None, gpus: float, restart: bool, now: float
+        self,
+        job_key: str,
+        pod_key: str,
+        work: float | None,
+        gpus: float,
+        restart: bool,
+        now: float,
+        node: str = "",
     ) -> list[tuple[str, float]]:
         """A pod's run starts (`restart`: the same pod again, in place): the (pod key, end time) to wait for."""
         job = self.jobs.get(job_key)
@@ -114,7 +156,7 @@ class Progress:
             slot.done = 0.0  # a run restarted in place, or a new pod of a slot that had finished, starts over
         if not slot.ended:
             job.up += 1
-        slot.work, slot.gpus = work, gpus
+        slot.work, slot.gpus, slot.node = work, gpus, node
         slot.running, slot.ended, slot.end = True, False, None
         slot.start_p = job.progress(now)
         job.held_gpus += gpus
@@ -133,12 +175,16 @@ class Progress:
         done = self._done(job, slot, now)
         c = job.checkpoint
         saved = done if c == 0 else (math.floor(done / c + _EPS) * c if c is not None else 0.0)
-        saved = min(saved, done)
+        if c is not None and job.preempted_at == now:  # a preemption: the checkpoint is saved now, at a cost
+            saved -= self.costs.preempt
+        saved = max(min(saved, done), 0.0)
         job.lost += (done - saved) * slot.gpus
         self._leave(job, slot, now, keep=saved)
         job.up -= 1
         if job.up_since is not None and job.up < job.min_available:
-            job.clock += now - job.up_since
+            job.overhead += job._overhead_now(now)
+            job.ran += now - job.up_from
+            job.clock = job.progress(now)
             job.up_since, job.down_at = None, now
 
     def ended(self, pod_key: str, now: float) -> None:
@@ -149,6 +195,10 @@ class Progress:
         self._account_idle(job, now)
         self._leave(job, slot, now, keep=self._done(job, slot, now))
         slot.ended = True
+        if job.up_since is not None and job.held_gpus <= _EPS:  # the job's work is done: its times are final
+            job.overhead += job._overhead_now(now)
+            job.ran += now - job.up_from
+            job.done_at = now
 
     def preempted(self, job_key: str, now: float) -> None:
         """The scheduler evicted pods of the job now (one preemption however many pods)."""
@@ -212,7 +262,15 @@ class Progress:
 
     def _gang_up(self, job: JobWork, now: float) -> list[tuple[str, float]]:
         same_instant = job.down_at == now  # down and up again at once: ends already timed still hold
-        job.up_since = now
+        running = [s for s in job.slots.values() if s.running]
+        job.up_from, job.up_gpus, job.done_at = now, sum(s.gpus for s in running), None
+        if same_instant:
+            job.up_since = now  # the same speed, no start-up: the pods that were up went on training
+        else:
+            costs = self.costs
+            resumes = any(s.done > 0 for s in running)
+            job.up_since = now + costs.start_latency + (costs.resume if resumes else 0.0)
+            job.speed = costs.speed(job.up_gpus, len({s.node for s in running}))
         out: list[tuple[str, float]] = []
         for key, slot in job.slots.items():
             if slot.running and not (same_instant and slot.end is not None):
@@ -222,5 +280,6 @@ class Progress:
     def _time(self, job: JobWork, key: str, slot: Slot, now: float) -> list[tuple[str, float]]:
         if slot.work is None:
             return []
-        slot.end = now + max(slot.work - self._done(job, slot, now), 0.0)
+        start = now if job.up_since is None or job.up_since < now else job.up_since
+        slot.end = start + max(slot.work - self._done(job, slot, now), 0.0) / job.speed
         return [(key, slot.end)]

@@ -48,6 +48,10 @@ class Conflict(CalderaError):
     """The change is not allowed in the object's current state (e.g. deleting a queue with jobs)."""
 
 
+class Unavailable(CalderaError):
+    """The daemon cannot save its state (disk full, read-only): the change was refused or not saved (HTTP 503)."""
+
+
 class Expired(CalderaError):
     """A watch from a resourceVersion older than the change log keeps: list again, then watch (HTTP 410)."""
 
@@ -109,7 +113,8 @@ class ClusterAPI(Protocol):
         ...
 
     def describe_job(self, namespace: str, name: str) -> JSON:
-        """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...]}"""
+        """{"job": the full object (spec and status), "summary": job summary, "podgroup": ..., "events": [...],
+        "resourceVersion" (where given: the store's version read before the answer, to watch from)}"""
         ...
 
     def explain_job(self, namespace: str, name: str) -> JSON:
@@ -153,8 +158,9 @@ class ClusterAPI(Protocol):
         """Capacity and allocation, queue shares, jobs and pods by phase, recent events."""
         ...
 
-    def allocations(self) -> JSON:
-        """Per node, what is allocated and to which pods (GPU ids, virtual GPUs marked)."""
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
+        """Per node (or only `node`), what is allocated and to which pods (GPU ids, virtual GPUs marked); a node
+        with more than `pods_up_to` pods lists only those holding GPUs."""
         ...
 
     def job_table(self) -> JSON:

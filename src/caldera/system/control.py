@@ -6,7 +6,9 @@ what watches the objects change. The flow of one change, as in Kubernetes:
   pod event → controller request → policy → state-machine plan → create/kill pods
             → scheduler cycle → binds and evictions → executor → pod events ...
 
-`settle()` runs that loop until nothing is left to do at the current time.
+`settle()` runs that loop until nothing is left to do at the current time; the
+controller's steps (request → plan → pods and PodGroups) are `JobReconciler`'s
+(reconcile.py), this class owns the objects, the executor's reports and the scheduler's decisions.
 Invariants: a pod is bound at most once per incarnation; a pod the controller or
 the scheduler asked to stop is removed only when the executor says it stopped,
 and until then it holds its node's resources in the scheduler's view (also when
@@ -28,16 +30,10 @@ from collections.abc import Callable
 from caldera.controller import (
     DelayedActions,
     Request,
-    execute,
-    make_pod,
-    make_podgroup,
-    requests_for_new_pods,
     requests_for_pod_change,
     requests_for_podgroup_change,
-    resolve,
-    target_for,
 )
-from caldera.controller.events import INTERNAL_ACTIONS, JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
+from caldera.controller.events import JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
 from caldera.core.elastic import scaled, with_elastic_defaults
@@ -45,10 +41,11 @@ from caldera.core.errors import FieldError, ValidationError
 from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.session import CycleResult
-from caldera.scheduler.state import OCCUPYING, ClusterState
+from caldera.scheduler.state import ClusterState
 from caldera.system.backoff import RestartBackoff
 from caldera.system.executor import Executor
 from caldera.system.history import Attempts, PodAttempt
+from caldera.system.reconcile import JobReconciler
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
@@ -56,7 +53,7 @@ EVICTION_KINDS = {"Preempt": "Preempt", "Reclaim": "Reclaim"}  # scheduler reaso
 CRASH_LOOP = "CrashLoopBackOff"  # the reason of a pod waiting out its restart back-off, as the kubelet says it
 
 
-class ControlPlane:
+class ControlPlane(JobReconciler):
     def __init__(
         self, scheduler: Scheduler, executor: Executor, clock: Clock, restart_backoff: RestartBackoff | None = None
     ) -> None:
@@ -80,6 +77,9 @@ class ControlPlane:
         self._requests: deque[tuple[str, Request]] = deque()
         self._stopping: set[str] = set()  # pods the control plane asked to stop (not evictions by others)
         self._dirty = True  # something changed since the last scheduling cycle
+        # Job keys whose job, podgroup or pods changed (or went) since the owner last took them
+        # (`take_touched`): what the embedded cluster writes to its store after a turn.
+        self._touched: set[str] = set()
         self.ttl = TtlQueue()  # finished jobs to delete later
         # job key → key of its PodGroup, deleted while pods of the job still release resources
         self._released: dict[str, str] = {}
@@ -184,6 +184,7 @@ class ControlPlane:
         # A pod being deleted is going anyway: its exit is not restarted nor reported as a phase.
         if pod is None or pod.finished or key in self._stopping or pod.deletion_timestamp is not None:
             return
+        self._touched.add(pod.job_key)
         policy = pod.spec.restart_policy
         restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
@@ -240,6 +241,7 @@ class ControlPlane:
             self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
+        self._touched.add(job_key)
         self.job_pods.get(job_key, {}).pop(pod.name, None)
         self.state.remove_task(key)
         self._dirty = True
@@ -263,6 +265,7 @@ class ControlPlane:
         if pod is None or pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
+        self._touched.add(pod.job_key)
         self.state.set_pod(pod, self._pg_key(pod))
         self.record(kind, pod.name, pod.node_name, reason, message, pod.namespace)
         if key in self.backoff.waiting:  # no process to stop
@@ -329,6 +332,7 @@ class ControlPlane:
         job = self.jobs.pop(key, None)
         if job is None:
             return
+        self._touched.add(key)
         self.delayed.drop_job(key)
         for pod in list(self.job_pods.get(key, {}).values()):
             self._kill(pod)
@@ -337,150 +341,6 @@ class ControlPlane:
             self._drop_podgroup(key, pg)
         self.record("JobDeleted", job.name, reason="Deleted", namespace=job.namespace)
         self._dirty = True
-
-    # ------------------------------------------------------------ controller
-
-    def _request(self, job_key: str, req: Request) -> None:
-        self._requests.append((job_key, req))
-
-    def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
-        job = self.jobs.get(key)
-        if job is None:
-            return
-        pod = self.job_pods[key].get(req.pod) if req.pod else None
-        self.delayed.cancel_for_request(key, req, pod.metadata.uid if pod else "")
-        res = resolve(job.spec, req, job.status.version)
-        target = target_for(res.action, req)
-        if res.delay is not None:
-            self.delayed.add(
-                key,
-                res.action,
-                self.clock.now() + res.delay,
-                target,
-                event=req.event,
-                pod_uid=pod.metadata.uid if pod else "",
-            )
-            return
-        if res.action == SYNC_JOB:
-            syncs[key] = None
-            return
-        self._run(key, res.action, target)
-
-    def _run(self, key: str, action: str, target: Target) -> None:
-        job = self.jobs.get(key)
-        if job is None:
-            return
-        now = self.clock.now()
-        pods = list(self.job_pods[key].values())
-        pg = self.podgroups.get(key)
-        plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
-        old_phase = job.status.phase
-        job.status = plan.status
-        if plan.status.phase != old_phase:
-            self.record(
-                "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
-            )
-            if plan.finished:
-                self.ttl.watch(job)
-            # Volcano's job handler re-syncs a job whose phase changed: what moves a Restarting job
-            # whose pods were all gone already (evicted, preempted) on to Pending.
-            self._request(key, Request(event=OUT_OF_SYNC_EVENT))
-        for name in plan.kill:
-            pod = self.job_pods[key].get(name)
-            if pod is not None:
-                self._kill(pod)
-        if plan.delete_podgroup and pg is not None:
-            del self.podgroups[key]
-            self._drop_podgroup(key, pg)
-            pg = None
-        if plan.sync_podgroup and pg is None and job.status.phase not in o.FINISHED_JOB_PHASES:
-            pg = make_podgroup(job, now)
-            self.podgroups[key] = pg
-            self.state.set_podgroup(pg)
-            self._dirty = True
-        created: list[o.Pod] = []
-        for task_name, index in plan.create:
-            task = job.spec.task(task_name)
-            if task is None:
-                continue
-            priority = self.state.priority_of(task.template.spec.priority_class_name or job.spec.priority_class_name)
-            pod = make_pod(job, task, index, priority, now)
-            self._uid += 1
-            pod.metadata.uid = f"{self._uid:08x}"
-            self.pods[pod.key] = pod
-            self.job_pods[key][pod.name] = pod
-            if pg is not None:
-                self.state.set_pod(pod, pg.key)
-            self._dirty = True
-            created.append(pod)
-        if created:
-            # Volcano's pod handler raises PodPending for every pod added: what starts a PodPending timeout.
-            for req in requests_for_new_pods(job, list(self.job_pods[key].values()), created):
-                self._request(key, req)
-        if action not in INTERNAL_ACTIONS:
-            self.delayed.cancel_scope(key, action, target)
-        self._forget_if_done(job)
-
-    def _drop_podgroup(self, job_key: str, pg: o.PodGroup) -> None:
-        """Take a deleted PodGroup out of the scheduler, once none of its pods holds a node any more.
-
-        Pods being killed keep their resources (as Releasing) until the executor says they
-        stopped; dropping the group at once would hand those resources out twice."""
-        info = self.state.jobs.get(pg.key)
-        if info is not None and info.count(OCCUPYING) > 0:
-            self._released[job_key] = pg.key
-        else:
-            self.state.remove_podgroup(pg.key)
-
-    def _release_podgroup(self, job_key: str) -> None:
-        """After a pod of the job left: finish a deferred `_drop_podgroup` if it was the last one on a node."""
-        pg_key = self._released.get(job_key)
-        if pg_key is None:
-            return
-        info = self.state.jobs.get(pg_key)
-        if info is not None and info.count(OCCUPYING) > 0:
-            return
-        del self._released[job_key]
-        current = self.podgroups.get(job_key)
-        if current is None or current.key != pg_key:  # a re-created group of the same name took the entry over
-            self.state.remove_podgroup(pg_key)
-
-    def _forget_if_done(self, job: o.Job) -> None:
-        """A finished job none of whose pods still runs is no longer the scheduler's business."""
-        if job.status.phase not in o.FINISHED_JOB_PHASES:
-            return
-        pg = self.podgroups.get(job.key)
-        if pg is None or pg.key not in self.state.jobs:
-            return
-        if any(not p.finished for p in self.job_pods[job.key].values()):
-            return
-        self.state.remove_podgroup(pg.key)
-
-    def _kill(self, pod: o.Pod) -> None:
-        if pod.deletion_timestamp is not None:
-            return
-        pod.deletion_timestamp = self.clock.now()
-        self._stopping.add(pod.key)
-        if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
-            self.state.set_pod(pod, self._pg_key(pod))
-            self.executor.stop(pod)
-        else:
-            self.pod_stopped(pod.key)
-
-    def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
-        key = f"{pod.metadata.namespace}/{pod.job}"
-        self.state.set_pod(pod, self._pg_key(pod))
-        self._dirty = True
-        job = self.jobs.get(key)
-        if job is None:
-            return
-        self.delayed.cancel_for_pod_phase(pod, pod.status.phase)
-        for req in requests_for_pod_change(job, list(self.job_pods[key].values()), old_phase, pod, deleted=False):
-            self._request(key, req)
-
-    def _pg_key(self, pod: o.Pod) -> str:
-        pg = self.podgroups.get(f"{pod.metadata.namespace}/{pod.job}")
-        return pg.key if pg is not None else ""
 
     # ------------------------------------------------------------ scheduler decisions
 
@@ -493,6 +353,7 @@ class ControlPlane:
             old = pg.phase
             pg.phase = update.phase
             pg.conditions = list(update.conditions)
+            self._touched.add(job_key)
             if old != update.phase:
                 self.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
             cond = update.conditions[-1] if update.conditions else None
@@ -515,6 +376,7 @@ class ControlPlane:
             if pod is None or pod.node_name or pod.deletion_timestamp is not None:
                 continue
             pod.node_name = bind.node
+            self._touched.add(pod.job_key)
             self.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
             self.history.begin(pod, bind.node, self.clock.now())
             old = pod.status.phase

@@ -1,10 +1,12 @@
 """The embedded cluster: the control plane on local processes, durable in SQLite, behind one loop thread.
 
-One thread (the control loop) owns the control plane. API calls, reads and
+One thread (the control loop, `loop.py`) owns the control plane. API calls, reads and
 writes alike, and process events from the executor are closures put on its
-inbox; after each batch it settles the plane (controller + scheduler) and
-writes what changed to the store in one transaction. So every caller sees a
-consistent state, and what is in the store is what the loop decided.
+inbox; after each batch it settles the plane (controller + scheduler), writes what
+changed to the store in one transaction (`statestore.py`), and only then answers the
+callers and starts or stops the processes the turn decided (`effects.py`). So every
+caller sees a consistent state, what is in the store is what the loop decided, and an
+answered request survives a `kill -9` of the daemon.
 
 On start, the state is read back from the store and the pods' processes are
 adopted: those still running are watched again, the outcome of those that
@@ -17,14 +19,10 @@ ended, stored with their job's other pods, until the job is deleted.
 
 from __future__ import annotations
 
-import json
 import logging
-import queue
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from caldera import __version__, controller
 from caldera.backends.local import LocalExecutor, ProcessEvent
@@ -32,7 +30,7 @@ from caldera.backends.sqlite_store import SqliteStore
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, elastic_range, max_replicas, scale_target
 from caldera.core.errors import FieldError, ValidationError
-from caldera.core.manifest import parse_object, parse_priority_class, parse_queue
+from caldera.core.manifest import parse_object
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
@@ -41,28 +39,27 @@ from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.clusterviews import ClusterViews
 from caldera.system.control import ControlPlane
+from caldera.system.effects import HeldEffects
 from caldera.system.elastic import ElasticService
-from caldera.system.ended import EndedPod, EndedPods
+from caldera.system.ended import EndedPods
 from caldera.system.jobextras import JobExtras, StillDeleting
+from caldera.system.loop import ControlLoop, Turn
 from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
+from caldera.system.statestore import PlaneStore
 from caldera.system.tensorboard import TensorBoards
 from caldera.system.views import job_summary, node_summaries
 from caldera.system.waiting import explanation_json
-from caldera.system.watch import ChangeFeed, node_object
+from caldera.system.watch import ChangeFeed
 from caldera.utils.clock import Clock, SystemClock
 
 log = logging.getLogger("caldera.daemon")
 T = TypeVar("T")
-# What the loop runs, who awaits its answer, and whether it writes (a turn of reads writes nothing).
-Task = tuple[Callable[[], Any], "Future[Any] | None", bool]
 USER_ACTIONS = ("AbortJob", "ResumeJob")
 EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an event as describe shows it
 NODE_OVERRIDES = "node-overrides"  # the store's Config of the labels and taints set on nodes (`nodeconfig`)
 
 
 class EmbeddedCluster:
-    EVENTS_IN_MEMORY = 1000  # written events kept in memory too; the store has them all (describe reads it)
-
     def __init__(
         self,
         home: Path,
@@ -81,8 +78,8 @@ class EmbeddedCluster:
         home.mkdir(parents=True, exist_ok=True)
         self.clock = clock or SystemClock()
         self.store = SqliteStore(home / "state.db")
-        self._inbox: queue.Queue[Task] = queue.Queue()
         self.executor = LocalExecutor(home, report=self._on_process, clock=self.clock, grace=grace)
+        self.held = HeldEffects(self.executor, self._on_process, self.clock)
         planned = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
         self._planned = {n.name: n for n in planned}  # the nodes before the labels and taints people set
         saved = self.store.get("Config", "", NODE_OVERRIDES)
@@ -95,7 +92,7 @@ class EmbeddedCluster:
             {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
             {n.name: int(n.labels.get(machine.GPU_OFFSET_LABEL, "0")) for n in node_list},
         )
-        self.runtime = LocalRuntime(home, self.executor, self._job_of, gpus, self._notify)
+        self.runtime = LocalRuntime(home, self.held, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
         self.plane = ControlPlane(Scheduler(), self.runtime, self.clock, RestartBackoff())  # as the kubelet
         self.plane.add_nodes(node_list)
@@ -105,10 +102,8 @@ class EmbeddedCluster:
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
         self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
         self.views = ClusterViews(self.plane, self.runtime, self.store, self.clock, self._read)
-        self._saved: dict[tuple[str, str, str], str] = {}
-        self._events_saved = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.state = PlaneStore(self.store, self.plane, self.runtime, self.ended)
+        self.loop = ControlLoop(Turn(self._settle, self._commit, self.held.release, self.plane.next_wakeup), self.clock)
         self.url = ""
 
     # ------------------------------------------------------------ lifecycle
@@ -116,14 +111,14 @@ class EmbeddedCluster:
     def start(self) -> None:
         self.elastic.start()
         self.runtime.elastic_server = self.elastic.endpoint
-        self._restore()
+        self.state.restore()
         self.extras.forget_orphans(self.store)
         self._adopt()
         self.extras.start()
         self.plane.settle()
-        self._persist()
-        self._thread = threading.Thread(target=self._loop, name="caldera-control", daemon=True)
-        self._thread.start()
+        self._commit()
+        self.held.release()
+        self.loop.start()
 
     def shutdown(self, stop_pods: bool = True) -> None:
         """Stop the loop (the store keeps what it decided); with `stop_pods`, then every pod's processes.
@@ -131,65 +126,37 @@ class EmbeddedCluster:
         The loop stops first so the controller does not answer the stops by re-creating
         pods; on the next start, pods found gone are recorded as killed and each job's
         policies decide what follows (a RestartJob job restarts)."""
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
+        self.loop.stop()
         if stop_pods:
             self.executor.stop_all(grace=10.0)
         self.extras.shutdown(stop_pods)
         self.elastic.stop(stop_server=stop_pods)
         self.executor.close()
         self.store.close()
+        if self.state.mismatches:  # CALDERA_VERIFY_STORE=1 (the tests): a change the store missed is a bug
+            raise AssertionError(f"the store missed changes: {self.state.mismatches[:3]}")
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            wake = self.plane.next_wakeup()
-            timeout = 1.0 if wake is None else min(1.0, max(0.0, wake - self.clock.now()))
-            batch: list[Task] = []
-            try:
-                batch.append(self._inbox.get(timeout=timeout))
-                while True:
-                    batch.append(self._inbox.get_nowait())
-            except queue.Empty:
-                pass
-            for fn, fut, _ in batch:
-                try:
-                    result = fn()
-                except Exception as e:  # the caller gets it; the loop goes on
-                    if fut is None:
-                        log.exception("control loop task failed")
-                    else:
-                        fut.set_exception(e)
-                    continue
-                if fut is not None:
-                    fut.set_result(result)
-            try:
-                before = len(self.plane.events)
-                self.plane.expire_ttls()
-                self.plane.settle()
-                self.extras.sweep()
-                # A turn of reads only, or an idle one, changes nothing worth writing unless settling did.
-                if any(writes for _, _, writes in batch) or len(self.plane.events) != before:
-                    self._persist()
-            except Exception:
-                log.exception("control loop failed to settle")
+    def _settle(self) -> None:
+        self.plane.expire_ttls()
+        self.plane.settle()
+        self.extras.sweep()
+
+    def _commit(self) -> None:
+        if self.state.write():
+            self.feed.published()
 
     def _call(self, fn: Callable[[], T], timeout: float = 60.0, *, writes: bool = True) -> T:
-        if self._thread is None or threading.current_thread() is self._thread:
-            return fn()
-        fut: Future[T] = Future()
-        self._inbox.put((fn, fut, writes))
-        return fut.result(timeout=timeout)
+        return self.loop.call(fn, timeout, writes=writes)
 
     def _read(self, fn: Callable[[], T]) -> T:
-        """`fn` on the loop, which changes nothing: the turn does not write the store for it."""
+        """`fn` on the loop, which changes nothing: it is never refused for want of a writable store."""
         return self._call(fn, writes=False)
 
     # ------------------------------------------------------------ process events
 
     def _on_process(self, ev: ProcessEvent) -> None:
         """Called on the executor's threads: hand the event to the loop."""
-        self._inbox.put((lambda: self._process_event(ev), None, True))
+        self.loop.post(lambda: self._process_event(ev))
 
     def _process_event(self, ev: ProcessEvent) -> None:
         if ev.kind == "running":
@@ -331,6 +298,7 @@ class EmbeddedCluster:
 
     def describe_job(self, namespace: str, name: str) -> JSON:
         def run() -> JSON:
+            version = self.store.latest()  # read first: a watch from it misses no change after the answer
             job = self._job(namespace, name)
             pg = self.plane.podgroups.get(job.key)
             # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
@@ -340,8 +308,9 @@ class EmbeddedCluster:
             objects = {job.name, controller.podgroup_name(job), *pods}
             # The store's (those of earlier daemons too), then those this turn has not written yet.
             saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
-            fresh = self.plane.events[self._events_saved :]
+            fresh = self.plane.events[self.state.events_saved :]
             return {
+                "resourceVersion": version,
                 "job": persist.job_record(job),
                 "summary": self._summary(job),
                 "podgroup": pg.to_dict() if pg else None,
@@ -376,6 +345,7 @@ class EmbeddedCluster:
                 raise NotFound(f"node {name} not found (nodes: {', '.join(self._planned)})")
             self.node_overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
             self._save_node_overrides()
+            self.state.nodes_changed = True
             (node,) = nodeconfig.apply([self._planned[name]], self.node_overrides)
             self.plane.add_node(node)
             return next(n for n in node_summaries(self.plane) if n["name"] == name)
@@ -412,8 +382,8 @@ class EmbeddedCluster:
     def overview(self) -> JSON:
         return self.views.overview()
 
-    def allocations(self) -> JSON:
-        return self.views.allocations()
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
+        return self.views.allocations(node, pods_up_to)
 
     def job_table(self) -> JSON:
         return self.views.job_table()
@@ -459,84 +429,6 @@ class EmbeddedCluster:
         self.store.put(
             "Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": self.node_overrides}
         )
-
-    def _persist(self) -> None:
-        want: dict[tuple[str, str, str], str] = {}
-        for q in self.plane.queues.values():
-            want[("Queue", "", q.name)] = json.dumps(q.to_dict(), sort_keys=True)
-        for pc in self.plane.priority_classes.values():
-            want[("PriorityClass", "", pc.name)] = json.dumps(pc.to_dict(), sort_keys=True)
-        ports: dict[str, dict[str, int]] = {}  # pod key → its container ports' host ports
-        for job in self.plane.jobs.values():
-            want[("Job", job.namespace, job.name)] = json.dumps(persist.job_record(job), sort_keys=True)
-            for (pod_name, port), host in self.runtime.ports.for_job(job).items():
-                ports.setdefault(f"{job.namespace}/{pod_name}", {})[str(port)] = host
-        for pg in self.plane.podgroups.values():
-            want[("PodGroup", pg.metadata.namespace, pg.metadata.name)] = json.dumps(
-                persist.podgroup_record(pg), sort_keys=True
-            )
-        for summary in node_summaries(self.plane):  # for watchers: what is allocated changes
-            want[("Node", "", summary["name"])] = json.dumps(node_object(summary), sort_keys=True)
-        self.ended.forget_gone_jobs(self.plane.jobs)
-        for gone in self.ended.records():  # a live pod of the same name, written next, takes the entry over
-            body = persist.pod_record(gone.pod, gone.attempt, ports.get(gone.pod.key, {}), [], ended_uid=gone.job_uid)
-            want[("Pod", gone.pod.namespace, gone.pod.name)] = json.dumps(body, sort_keys=True)
-        for pod in self.plane.pods.values():
-            held = self.runtime.gpus.held(pod.key)
-            body = persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), ports.get(pod.key, {}), held)
-            want[("Pod", pod.namespace, pod.name)] = json.dumps(body, sort_keys=True)
-        events = self.plane.events[self._events_saved :]
-        if want == self._saved and not events:
-            return
-        with self.store.transaction():
-            for ident, text in want.items():
-                if self._saved.get(ident) != text:
-                    self.store.put(*ident, json.loads(text))
-            for ident in self._saved.keys() - want.keys():
-                self.store.delete(*ident)
-            for e in events:
-                self.store.add_event(e.time, e.namespace, e.kind, e.object, e.node, e.reason, e.message)
-        self._saved = want
-        self._events_saved += len(events)
-        drop = max(0, self._events_saved - self.EVENTS_IN_MEMORY)  # only written ones, the oldest first
-        del self.plane.events[:drop]
-        self._events_saved -= drop
-        self.feed.published()
-
-    def _restore(self) -> None:
-        plane = self.plane
-        for s in self.store.list("Queue"):
-            plane.add_queue(parse_queue(s.body, "stored queue"))
-        for s in self.store.list("PriorityClass"):  # before the pods, whose priorities they give
-            plane.add_priority_class(parse_priority_class(s.body, "stored priority class"))
-        groups = {(s.namespace, s.body["spec"].get("job", "")): s.body for s in self.store.list("PodGroup")}
-        pods: dict[tuple[str, str], list[JSON]] = {}
-        for s in self.store.list("Pod"):
-            pods.setdefault((s.namespace, s.body["spec"].get("job", "")), []).append(s.body)
-        for s in self.store.list("Job"):
-            job = persist.job_from_record(s.body)
-            ident = (job.namespace, job.name)
-            pg_body = groups.get(ident)
-            pg = persist.podgroup_from_record(pg_body, job) if pg_body else None
-            restored: list[tuple[o.Pod, int]] = []
-            for body in pods.get(ident, []):
-                task = job.spec.task(body["spec"].get("task", ""))
-                cls = (task.template.spec.priority_class_name if task else "") or job.spec.priority_class_name
-                found = persist.pod_from_record(body, job, plane.state.priority_of(cls))
-                if found is None:
-                    continue
-                pod, attempt, gpus = found
-                self.runtime.attempts[pod.key] = attempt
-                ports = body.get("caldera", {}).get("ports", {})
-                self.runtime.ports.restore(job.key, {(pod.name, int(p)): int(h) for p, h in ports.items()})
-                ended_uid = persist.ended_uid(body)
-                if ended_uid is not None:  # kept for people: not the plane's
-                    self.ended.restore(EndedPod(pod, ended_uid, attempt))
-                    continue
-                restored.append((pod, attempt))
-                if gpus and pod.node_name:
-                    self.runtime.gpus.assign(pod.key, pod.node_name, len(gpus))
-            plane.restore(job, pg, restored)
 
     def _adopt(self) -> None:
         """Re-attach to the pods' processes; record what happened to those that ended meanwhile."""

@@ -34,6 +34,7 @@ class EndedPod:
 class EndedPods:
     def __init__(self) -> None:
         self._pods: dict[str, EndedPod] = {}  # pod key → its last end
+        self._by_job: dict[str, dict[str, EndedPod]] = {}  # job key → pod key → its last end (the same records)
 
     def gone(self, pod: o.Pod, job_uid: str, exit_code: int | None, asked: bool, now: float, attempt: int) -> None:
         """`pod` was removed; `exit_code` is its process's (None: it never ran, and is not kept)."""
@@ -48,10 +49,14 @@ class EndedPods:
             reason=reason,
             message=f"{'stopped by its job' if asked else 'evicted'}, exit code {exit_code}",
         )
-        self._pods[pod.key] = EndedPod(replace(pod, status=status, deletion_timestamp=None), job_uid, attempt)
+        self._keep(EndedPod(replace(pod, status=status, deletion_timestamp=None), job_uid, attempt))
 
     def restore(self, ended: EndedPod) -> None:
+        self._keep(ended)
+
+    def _keep(self, ended: EndedPod) -> None:
         self._pods[ended.pod.key] = ended
+        self._by_job.setdefault(ended.pod.job_key, {})[ended.pod.key] = ended
 
     def of_job(self, job: o.Job, live: Iterable[str]) -> list[o.Pod]:
         """The ended pods of this incarnation of `job` that it still has and no live pod (by name) replaced."""
@@ -59,16 +64,16 @@ class EndedPods:
         replicas = {t.name: t.replicas for t in job.spec.tasks}
         return [
             e.pod
-            for e in self._pods.values()
-            if e.pod.job == job.name
-            and e.pod.namespace == job.namespace
-            and e.job_uid == job.metadata.uid
-            and e.pod.name not in hidden
-            and e.pod.index < replicas.get(e.pod.task, 0)
+            for e in self._by_job.get(job.key, {}).values()
+            if e.job_uid == job.metadata.uid and e.pod.name not in hidden and e.pod.index < replicas.get(e.pod.task, 0)
         ]
 
     def records(self) -> list[EndedPod]:
         return list(self._pods.values())
+
+    def of_key(self, job_key: str) -> list[EndedPod]:
+        """The records of the job of this key (of any incarnation not forgotten yet)."""
+        return list(self._by_job.get(job_key, {}).values())
 
     def forget_gone_jobs(self, jobs: dict[str, o.Job]) -> None:
         """Drop the records of jobs deleted (or created again: another uid) since, and of pods scaled in."""
@@ -77,3 +82,7 @@ class EndedPods:
             task = job.spec.task(e.pod.task) if job is not None else None
             if job is None or job.metadata.uid != e.job_uid or task is None or e.pod.index >= task.replicas:
                 del self._pods[key]
+                of_job = self._by_job[e.pod.job_key]
+                del of_job[key]
+                if not of_job:
+                    del self._by_job[e.pod.job_key]

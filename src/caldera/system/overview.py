@@ -9,9 +9,11 @@ overview:
    "queues": [{"name", "state", "weight", "deserved", "allocated", "requested", "jobs": {phase: n}}],
    "jobs": {phase: n}, "pods": {phase: n},
    "events": [the last RECENT_EVENTS events, oldest first, as /api/v1/events gives them]}
-allocations:
+allocations (?node=NAME: only that node; ?podsUpTo=N: a node's pods listed only if it has at most N,
+else only those holding GPUs, so a page of many nodes full of pods gets what it draws first):
   {"resourceVersion", "time",
-   "items": [{"name", "ready", "virtualGpus", "gpus", "gpuIds", "allocatable", "allocated",
+   "items": [{"name", "ready", "virtualGpus", "gpus", "gpuIds", "allocatable", "allocated", "podCount",
+              "podsListed": "all" | "gpu",
               "pods": [{"namespace", "name", "job", "task", "phase", "requests", "gpus": [ids]}]}]}
 jobtable:
   {"resourceVersion", "time", "items": [Jobs with metadata {name, namespace, creationTimestamp},
@@ -19,7 +21,8 @@ jobtable:
    startTime, completionTime}: those fields as the full object has them]}
 
 A pod holds its node's resources from its bind until it is gone (a terminating pod still holds
-them), as the scheduler counts them. Invariant: both views are computed in one pass over the
+them): the allocated amounts are the scheduler's own count (its node arrays: the sum of the
+requests of the pods that occupy each node), read, not summed again pod by pod. Invariant: both views are computed in one pass over the
 pods, on the control loop, so every number in one answer is of the same moment; the
 `resourceVersion` is the store's version read before that moment, so a client that watches
 from it misses no change after the view (it may see one the view already has).
@@ -48,18 +51,21 @@ def overview(
     queues: Mapping[str, o.Queue],
     shares: Mapping[str, QueueShare],
     events: list[JSON],
+    allocated: Mapping[str, float],
 ) -> JSON:
+    """`allocated`: what the pods on nodes hold, as the scheduler counts it (see the module)."""
     capacity: dict[str, float] = {}
     for node in nodes.values():
         if node.ready:
             _add(capacity, node.allocatable)
-    allocated: dict[str, float] = {}
-    for p in pods.values():
-        if p.node_name and not p.finished:
-            _add(allocated, p.spec.requests())
+    pod_phases: Counter[str] = Counter()
+    for p in pods.values():  # ten thousand pods are most of the work: nothing but their phase
+        pod_phases[p.status.phase if p.deletion_timestamp is None or p.finished else "Terminating"] += 1
     by_queue: dict[str, Counter[str]] = {}
+    job_phases: Counter[str] = Counter()
     for j in jobs.values():
         by_queue.setdefault(j.spec.queue, Counter())[j.status.phase] += 1
+        job_phases[j.status.phase] += 1
     resources = [
         {
             "name": name,
@@ -72,50 +78,70 @@ def overview(
         "nodes": {"total": len(nodes), "ready": sum(1 for n in nodes.values() if n.ready)},
         "resources": resources,
         "queues": [_queue(q, shares.get(q.name), by_queue.get(q.name, Counter())) for q in _by_name(queues)],
-        "jobs": dict(sorted(Counter(j.status.phase for j in jobs.values()).items())),
-        "pods": dict(sorted(Counter(_pod_phase(p) for p in pods.values()).items())),
+        "jobs": dict(sorted(job_phases.items())),
+        "pods": dict(sorted(pod_phases.items())),
         "events": events,
     }
 
 
 def allocations(
-    nodes: Mapping[str, o.Node], pods: Mapping[str, o.Pod], gpus_of: Callable[[str], list[int]]
+    nodes: Mapping[str, o.Node],
+    pods: Mapping[str, o.Pod],
+    gpus: Mapping[str, tuple[str, list[int]]],
+    allocated: Callable[[str], dict[str, float]],
+    *,
+    node: str | None = None,
+    pods_up_to: int | None = None,
 ) -> list[JSON]:
-    on: dict[str, list[o.Pod]] = {name: [] for name in nodes}
-    for p in pods.values():
-        if p.node_name in on and not p.finished:
-            on[p.node_name].append(p)
+    """Per node (or only `node`): what it has, what is allocated and how many pods occupy it
+    (`allocated(node)`: the scheduler's count, the pods as PODS), and the pods on it with the GPUs each
+    holds (`gpus`: pod key → node, ids). A node of more than `pods_up_to` pods lists only its GPU holders;
+    when every node is such a node, the pods are not gone through at all."""
+    names = [name for name in nodes if node in (None, name)]
+    held = {name: allocated(name) for name in names}
+    counts = {name: int(held[name].get(PODS, 0.0)) for name in names}
+    every = {name: pods_up_to is None or counts[name] <= pods_up_to for name in names}
+    on: dict[str, list[o.Pod]] = {name: [] for name in names if every[name] and counts[name]}
+    if on:
+        for p in pods.values():
+            placed = on.get(p.node_name)
+            if placed is not None and not p.finished:
+                placed.append(p)
+    for key, (name, ids) in gpus.items():
+        holder = pods.get(key) if ids and name in counts and not every[name] else None
+        if holder is not None and holder.node_name == name and not holder.finished:
+            on.setdefault(name, []).append(holder)
     items = []
-    for name in sorted(nodes, key=_node_order):
-        node = nodes[name]
-        gpus = int(node.allocatable.get(GPU, 0.0) / 1000)
-        offset = int(node.labels.get(GPU_OFFSET_LABEL, "0") or 0)  # a node's GPUs are ids offset … offset+gpus-1
-        held: dict[str, float] = {}
-        listed = []
-        for p in sorted(on[name], key=lambda p: (p.namespace, p.name)):
-            requests = p.spec.requests()
-            _add(held, requests)
-            listed.append(
-                {
-                    "namespace": p.namespace,
-                    "name": p.name,
-                    "job": p.job,
-                    "task": p.task,
-                    "phase": _pod_phase(p),
-                    "requests": _quantities(requests),
-                    "gpus": gpus_of(p.key),
-                }
-            )
+    for name in sorted(names, key=_node_order):
+        n = nodes[name]
+        count = int(n.allocatable.get(GPU, 0.0) / 1000)
+        offset = int(n.labels.get(GPU_OFFSET_LABEL, "0") or 0)  # a node's GPUs are ids offset … offset+gpus-1
+        listed = sorted(on.get(name, []), key=lambda p: (p.namespace, p.name))
         items.append(
             {
                 "name": name,
-                "ready": node.ready,
-                "virtualGpus": GPU in node.virtual_resources,
-                "gpus": gpus,
-                "gpuIds": list(range(offset, offset + gpus)),
-                "allocatable": format_resource_list(node.allocatable),
-                "allocated": format_resource_list({k: v for k, v in held.items() if k in node.allocatable}),
-                "pods": listed,
+                "ready": n.ready,
+                "virtualGpus": GPU in n.virtual_resources,
+                "gpus": count,
+                "gpuIds": list(range(offset, offset + count)),
+                "allocatable": _formatted(tuple(n.allocatable.items())),
+                "allocated": _formatted(
+                    tuple((k, v) for k, v in held[name].items() if k in n.allocatable and k != PODS)
+                ),
+                "podCount": counts[name],
+                "podsListed": "all" if every[name] else "gpu",
+                "pods": [
+                    {
+                        "namespace": p.namespace,
+                        "name": p.name,
+                        "job": p.job,
+                        "task": p.task,
+                        "phase": _pod_phase(p),
+                        "requests": _quantities(p.spec.requests()),
+                        "gpus": list(gpus.get(p.key, ("", []))[1]),
+                    }
+                    for p in listed
+                ],
             }
         )
     return items
@@ -161,13 +187,18 @@ def _queue(q: o.Queue, share: QueueShare | None, jobs: Counter[str]) -> JSON:
 
 
 @functools.lru_cache(maxsize=1024)
+def _formatting(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
+    return format_resource_list({k: v for k, v in amounts if v > 0})
+
+
 def _formatted(amounts: tuple[tuple[str, float], ...]) -> dict[str, str]:
-    return format_resource_list(dict(amounts))
+    """Amounts as quantities: nodes and pods mostly have the same few, so each is formatted once."""
+    return dict(_formatting(amounts))
 
 
 def _quantities(requests: Mapping[str, float]) -> dict[str, str]:
-    """A pod's requests as quantities; pods mostly ask for the same few things, so each is formatted once."""
-    return dict(_formatted(tuple(sorted((k, v) for k, v in requests.items() if v > 0))))
+    """A pod's requests as quantities (those it asks for)."""
+    return _formatted(tuple(requests.items()))
 
 
 def _pod_phase(p: o.Pod) -> str:

@@ -25,8 +25,9 @@ import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
-from caldera.backends.local import LocalExecutor, ProcessSpec
+from caldera.backends.local import ProcessSpec
 from caldera.controller.frameworks import ports_of, render
 from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
@@ -120,6 +121,18 @@ class GpuBook:
     def held(self, pod: str) -> list[int]:
         return self._held.get(pod, ("", []))[1]
 
+    def holders(self) -> dict[str, tuple[str, list[int]]]:
+        """Every pod holding GPUs: pod key → (its node, the ids)."""
+        return {pod: held for pod, held in self._held.items() if held[1]}
+
+
+class Processes(Protocol):
+    """Where the runtime's processes go: the local executor, or `HeldEffects` in front of it."""
+
+    def run(self, spec: ProcessSpec) -> None: ...
+
+    def stop(self, key: str, grace: float | None = None) -> None: ...
+
 
 class LocalRuntime:
     """The control plane's executor on the embedded cluster."""
@@ -127,7 +140,7 @@ class LocalRuntime:
     def __init__(
         self,
         home: Path,
-        executor: LocalExecutor,
+        executor: Processes,
         job_of: Callable[[str], o.Job | None],
         gpus: GpuBook,
         notify: Callable[[str, str, str, str], None],

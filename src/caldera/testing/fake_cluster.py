@@ -375,10 +375,12 @@ class FakeCluster:
                 "events": self.event_log[-20:],
             }
 
-    def allocations(self) -> JSON:
+    def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
         with self._changed:
             items = []
             for n in self.nodes:
+                if node not in (None, n["name"]):
+                    continue
                 pods: list[JSON] = [
                     {"namespace": j.namespace, "name": p.name, "job": j.name, "task": p.task, "phase": p.phase}
                     | {"requests": {}, "gpus": []}
@@ -386,10 +388,13 @@ class FakeCluster:
                     for p in j.pods.values()
                     if p.node == n["name"] and p.phase not in (o.POD_SUCCEEDED, o.POD_FAILED)
                 ]
+                every = pods_up_to is None or len(pods) <= pods_up_to
                 gpus = int(n.get("gpus", 0))
                 keep = ("allocatable", "allocated", "virtualGpus")
                 items.append(
-                    {"name": n["name"], "ready": True, "gpus": gpus, "gpuIds": list(range(gpus)), "pods": pods}
+                    {"name": n["name"], "ready": True, "gpus": gpus, "gpuIds": list(range(gpus))}
+                    | {"podCount": len(pods), "podsListed": "all" if every else "gpu"}
+                    | {"pods": pods if every else [p for p in pods if p["gpus"]]}
                     | {k: n[k] for k in keep}
                 )
             return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}

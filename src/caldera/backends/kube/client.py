@@ -152,6 +152,25 @@ class KubeClient:
         """GET a plain-text endpoint: /readyz, /livez, a pod's log (pods/NAME/log)."""
         return self._send("GET", path, params=params).text
 
+    def stream_text(
+        self, path: str, params: Mapping[str, str | int | bool] | None = None, *, read_timeout: float | None = None
+    ) -> Iterator[str]:
+        """GET a plain-text stream chunk by chunk until the server ends it (a followed log: pods/NAME/log?follow=true).
+
+        `read_timeout` None waits for the next chunk as long as it takes (a quiet log is not a dead one)."""
+        query = {k: _param(v) for k, v in (params or {}).items()}
+        timeout = httpx.Timeout(self._timeout, read=read_timeout)
+        try:
+            with self._http.stream(
+                "GET", path, params=query, headers=self._token.headers(), timeout=timeout, extensions=self._extensions
+            ) as reply:
+                if reply.status_code >= 400:
+                    reply.read()
+                    _raise(reply)
+                yield from reply.iter_text()
+        except httpx.HTTPError as e:
+            self._unreachable(e, f"GET {path}")
+
     def list(
         self,
         path: str,

@@ -141,11 +141,11 @@ def place_tasks(ssn: Session, stmt: Statement, job: JobInfo) -> Placed:
             if ssn.feasible(task, ssn.free(True)).any():
                 return Placed(f"queue {queue.name} is at its deserved share", capped=True)
             return Placed(ssn.fit_error(task), capped=True)
-        node = ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
+        node = ssn.best_fit(task, future=False)
         if node >= 0:
             stmt.allocate(task, node)
         else:
-            node = ssn.best_node(task, ssn.feasible(task, ssn.free(True)))
+            node = ssn.best_fit(task, future=True)
             if node < 0:
                 return Placed(ssn.fit_error(task))
             stmt.pipeline(task, node)

@@ -20,7 +20,7 @@ def backfill(ssn: Session) -> None:
             continue
         stmt = Statement(ssn)
         for task in ssn.ordered_tasks(waiting):
-            node = ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
+            node = ssn.best_fit(task, future=False)
             if node >= 0:
                 stmt.allocate(task, node)
         ssn.touched.add(job.key)

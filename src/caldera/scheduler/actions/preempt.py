@@ -61,7 +61,7 @@ def evict_for(
     for task in ssn.ordered_tasks([t for t in job.tasks.values() if t.status is TaskStatus.PENDING]):
         if task.best_effort:
             continue
-        node = ssn.best_node(task, ssn.feasible(task, ssn.free(True)))
+        node = ssn.best_fit(task, future=True)
         if node >= 0:
             stmt.pipeline(task, node)
             continue

@@ -22,6 +22,7 @@ MAX_SCORE = 100.0
 
 class Binpack(Plugin):
     name = "binpack"
+    local_scores = True  # used and allocatable of the node, the task's request
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)

@@ -1,20 +1,32 @@
 """las: Tiresias' discretised two-dimensional least attained service (2D-LAS).
 
 A job's attained service is GPUs × seconds run, over all its runs (kept by the
-state from the pods' own times, `service.py`). Thresholds `las.thresholds`
-(GPU-hours, ascending; default [1], Tiresias' two queues split at 3,600
-GPU-seconds) cut it into levels; level 0 is the least served. Jobs go by
-(level, arrival). A job may preempt (and reclaim from) jobs of a strictly
+state from the pods' own times, `service.py`). Thresholds cut it into levels;
+level 0 is the least served: `las.queue-limits` in GPU-seconds (default
+[3250, 7200]: the three queues of Tiresias' simulator, `dlas-gpu` in
+SymbioticLab/Tiresias simulator/jobs.py) or `las.thresholds` in GPU-hours,
+ascending. Jobs go by (level, arrival). A job may preempt (and reclaim from) jobs of a strictly
 higher level, never of its own: within a level it is first come, first served,
 as Tiresias keeps a queue's running jobs ahead of its pending ones. A
 PriorityClass still outranks service: a job never evicts a higher-priority one,
 and evicts a lower-priority one whatever its level (configure `priority` with
 `enablePreemptable: false` and let this plugin choose).
 
-Starvation: a job that has waited, since its last run ended, `las.promote-knob`
-times as long as that run lasted (Tiresias' STARVELIMIT; default 8, 0 turns it
-off) is promoted: the service it had is forgiven (`Service.forgiven`), which
-puts it back at level 0 until it has run another threshold's worth.
+Starvation, Tiresias' rule (`solve_starvation` in its simulator): a waiting job
+above level 0 whose waiting time since its first run after its last promotion
+has reached `las.promote-knob` times its running time over the same period
+(default 8, Tiresias' `dlas-gpu-8`; 0 turns it off, which is plain `dlas-gpu`)
+is promoted: the service it had is forgiven (`Service.forgiven`), which puts it
+back at level 0 until it has run another threshold's worth, and both times
+start again from zero. Tiresias compares totals since the last promotion, not
+the wait with the last run alone: a job preempted after short runs is promoted
+sooner than one that has run long.
+
+Preempting a job that cannot checkpoint throws its whole current run away.
+With `las.max-loss` (GPU-seconds; caldera-default sets it) such a job is a
+victim only while that run is worth at most this many GPU-seconds: past it the
+work lost outweighs what the preemptor gains by starting now. A job is taken
+to checkpoint when it has the annotation `caldera.dev/checkpoint-interval`.
 
 Levels change with time, not only with events: a running job crosses a
 threshold, a waiting job becomes due for promotion. At session open the plugin
@@ -37,8 +49,9 @@ from caldera.scheduler.session import Session
 from caldera.scheduler.state import JobInfo, TaskInfo
 
 HOUR = 3600.0
-DEFAULT_THRESHOLDS = (1.0,)  # GPU-hours: Tiresias' simulator (dlas-gpu) splits its two queues at 3,600 GPU-seconds
+DEFAULT_LIMITS = (3250.0, 7200.0)  # GPU-seconds: Tiresias' simulator's dlas-gpu queues (jobs.py queue_limit, 3 queues)
 DEFAULT_PROMOTE_KNOB = 8.0  # the largest of the knobs Tiresias' simulator offers below "never" (0.5 … 8)
+CHECKPOINT_INTERVAL = "caldera.dev/checkpoint-interval"  # a job that checkpoints says so (sim/engine.py reads it)
 
 
 class LAS(Plugin):
@@ -46,10 +59,11 @@ class LAS(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.marks, self.knob = self.settings(
+        self.marks, self.knob, self.max_loss = self.settings(
             lambda p: (
-                tuple(h * HOUR for h in _thresholds(p.args.get("las.thresholds", DEFAULT_THRESHOLDS))),
+                _marks(p.args),
                 p.arg_float("las.promote-knob", DEFAULT_PROMOTE_KNOB),
+                p.arg_float("las.max-loss", -1.0),
             )
         )
         self._levels: dict[str, int] = {}
@@ -70,15 +84,19 @@ class LAS(Plugin):
         effective = attained - s.forgiven
         due = self._promotion_due(job)
         if due is not None and now >= due and self.marks and effective >= self.marks[0]:
-            s.forgiven = attained  # Tiresias resets the promoted job's executed time
+            s.forgiven, s.ran_forgiven, s.epoch = attained, s.ran, None  # Tiresias resets both times
             effective = 0.0
         return effective
 
     def _promotion_due(self, job: JobInfo) -> float | None:
+        """When the waiting job's wait since `epoch` reaches knob × its run time since then.
+
+        Waiting, its run time E is fixed, and its wait at t is (t − epoch) − E: due at epoch + (knob + 1) E."""
         s = job.service
-        if self.knob <= 0 or s.running or s.run_ended is None:
+        if self.knob <= 0 or s.running or s.epoch is None:
             return None
-        return s.run_ended + self.knob * s.last_run
+        ran = s.ran - s.ran_forgiven
+        return s.epoch + (self.knob + 1.0) * ran if ran > 0 else None
 
     def _next_change(self, job: JobInfo) -> float | None:
         """When the job's level next changes by the clock alone (None: not until something happens)."""
@@ -112,22 +130,42 @@ class LAS(Plugin):
         return (self.level(job), job.creation)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return victims_by_rank(preemptor, candidates, self.level)
+        victims = victims_by_rank(preemptor, candidates, self.level)
+        if self.max_loss < 0:
+            return victims
+        return [v for v in victims if self._affordable(v.job)]
+
+    def _affordable(self, job: JobInfo) -> bool:
+        """Whether stopping the job loses at most `las.max-loss` GPU-seconds (a checkpointing job loses little)."""
+        if CHECKPOINT_INTERVAL in job.annotations:
+            return True
+        s = job.service
+        started = s.run_started if s.run_started is not None else self.ssn.now
+        return s.gpus * (self.ssn.now - started) <= self.max_loss
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)
 
 
-def _thresholds(raw: object) -> list[float]:
-    """GPU-hours from YAML: a list of numbers or a comma-separated string, ascending and positive."""
+def _marks(args: Mapping[str, object]) -> tuple[float, ...]:
+    """The thresholds in GPU-seconds: `las.queue-limits` (GPU-seconds) or `las.thresholds` (GPU-hours)."""
+    if "las.queue-limits" in args:
+        return tuple(_thresholds(args["las.queue-limits"], "las.queue-limits", "GPU-seconds"))
+    if "las.thresholds" in args:
+        return tuple(h * HOUR for h in _thresholds(args["las.thresholds"], "las.thresholds", "GPU-hours"))
+    return DEFAULT_LIMITS
+
+
+def _thresholds(raw: object, key: str, unit: str) -> list[float]:
+    """Numbers from YAML: a list or a comma-separated string, ascending and positive."""
     items = raw.split(",") if isinstance(raw, str) else raw
     if not isinstance(items, list | tuple):
-        raise ValueError("plugin las: las.thresholds must be a list of GPU-hours")
+        raise ValueError(f"plugin las: {key} must be a list of {unit}")
     values: list[float] = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, int | float | str):
-            raise ValueError("plugin las: las.thresholds must be numbers of GPU-hours")
+            raise ValueError(f"plugin las: {key} must be numbers of {unit}")
         values.append(float(item))
     if any(v <= 0 for v in values) or values != sorted(values):
-        raise ValueError("plugin las: las.thresholds must be positive and ascending")
+        raise ValueError(f"plugin las: {key} must be positive and ascending")
     return values

@@ -25,6 +25,7 @@ MAX_SCORE = 100.0
 
 class NodeOrder(Plugin):
     name = "nodeorder"
+    local_scores = True  # used and allocatable of the node, the task's request
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
@@ -53,15 +54,18 @@ class NodeOrder(Plugin):
         key = (self.least, self.most, self.balanced, *(float(task.req[d]) for d in dims))
         full = by_request.get(key)
         if full is None:
-            full = by_request[key] = self._scores(state, dims, task)
+            if len(nodes) * 4 < len(state.node_names):  # a few nodes (placement.py catching up): just them
+                return self._scores(state, dims, task, nodes)
+            full = by_request[key] = self._scores(state, dims, task, None)
         return full[nodes]
 
-    def _scores(self, state: ClusterState, dims: list[int], task: TaskInfo) -> Scores:
-        """Every node's score for `task` (elementwise, so each node's is what scoring it alone gives)."""
+    def _scores(self, state: ClusterState, dims: list[int], task: TaskInfo, nodes: Indices | None) -> Scores:
+        """The score for `task` of `nodes` (None: every node); elementwise, so each node's is what scoring
+        it alone gives."""
         fractions: list[Vector] = []
         for d in dims:
-            alloc = state.alloc[d]
-            after = state.used[d] + task.req[d]
+            alloc = state.alloc[d] if nodes is None else state.alloc[d, nodes]
+            after = (state.used[d] if nodes is None else state.used[d, nodes]) + task.req[d]
             f = np.divide(after, alloc, out=np.ones_like(alloc), where=alloc > 0)
             fractions.append(np.clip(f, 0.0, 1.0, out=f))
         least, most, balanced = self.least, self.most, self.balanced
@@ -82,4 +86,4 @@ class NodeOrder(Plugin):
         if balanced and std is not None:
             s = balanced * (1.0 - std) * MAX_SCORE
             score = s if score is None else score + s
-        return score if score is not None else np.zeros(len(state.node_names))
+        return score if score is not None else np.zeros(len(fractions[0]))

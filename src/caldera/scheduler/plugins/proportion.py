@@ -6,6 +6,14 @@ exceeds its request (what its jobs ask for), its capability or the cluster
 minus others' guarantees, nor falls below its own guarantee. So idle capacity
 goes to whoever asks for it, and a queue above its deserved share gives back
 when another queue needs its share (reclaim).
+
+`proportion.borrow: true` (caldera-default) lets a queue place jobs beyond its
+deserved share, up to its capability, on what the queues at or under their
+share leave idle (allocate serves queues in share order, so they come first):
+a gang bigger than its queue's share runs instead of waiting while the cluster
+idles, and what it borrowed is reclaimable when another queue needs its share,
+as Kueue's cohorts borrow. Preemption within a queue and reclaim still only act
+for a queue within its deserved share.
 """
 
 from __future__ import annotations
@@ -198,6 +206,7 @@ class Proportion(Plugin):
         self._capability: dict[str, Vector] | None = None
         self._deserved: Deserved | None = None
         self.yielding = Yielding(ssn)
+        self.borrow = self.settings(lambda p: p.arg_bool("proportion.borrow", False))
 
     @property
     def capability(self) -> dict[str, Vector]:
@@ -224,18 +233,27 @@ class Proportion(Plugin):
         return (-queue.priority, self.share(queue))
 
     def overused(self, queue: QueueInfo) -> bool:
+        if self.borrow:
+            return False  # it may borrow what others leave idle; allocate serves it after them
         d = self.deserved.get(queue.name)
         if d is None:
             return True
         return all(x <= a + _EPS for x, a in zip(d.tolist(), queue.allocated.tolist(), strict=True))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if self.borrow:
+            if queue.state != o.QUEUE_OPEN and not queue.allocated.any() and not task.job.allocated.any():
+                return False
+            return fits(queue.allocated + task.req, self.capability[queue.name], task.req)
+        return self.within_share(queue, task)
+
+    def within_share(self, queue: QueueInfo, task: TaskInfo) -> bool:
         if queue.state != o.QUEUE_OPEN and not queue.allocated.any() and not task.job.allocated.any():
             return False
         return fits(queue.allocated + task.req, self.deserved.get(queue.name, queue.allocated), task.req)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self.allocatable(queue, task)
+        return self.within_share(queue, task)
 
     def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return reclaim_victims(self.ssn, self.deserved, candidates)

@@ -6,6 +6,7 @@ from caldera.scheduler.framework import Plugin
 from caldera.scheduler.plugins.binpack import Binpack
 from caldera.scheduler.plugins.capacity import Capacity
 from caldera.scheduler.plugins.conformance import Conformance
+from caldera.scheduler.plugins.consolidate import Consolidate
 from caldera.scheduler.plugins.drf import DRF
 from caldera.scheduler.plugins.fifo import FIFO
 from caldera.scheduler.plugins.gang import Gang
@@ -37,5 +38,6 @@ def registry() -> dict[str, type[Plugin]]:
         FIFO,
         LAS,
         SRTF,
+        Consolidate,
     ]
     return {c.name: c for c in classes}

@@ -1,12 +1,15 @@
 """Scheduling policies shipped with caldera: scheduler configurations in Volcano's format, by name.
 
-| name            | what it is                                                                   |
-|-----------------|------------------------------------------------------------------------------|
-| fifo-nogang     | the default Kubernetes scheduler: pods one at a time in arrival order, no gang |
-| volcano-default | Volcano's Helm default: gang and queue shares, no preemption                 |
-| caldera-default | caldera's default (gang, shares, gang-aware preempt and reclaim) plus sla    |
-| las             | Tiresias' discretised 2D least attained service, preemptive, with promotion |
-| srtf            | the oracle: shortest remaining time first (a lower bound, simulation only)   |
+| name               | what it is                                                                     |
+|--------------------|--------------------------------------------------------------------------------|
+| fifo-nogang        | pods one at a time in strict arrival order, no gang (head of line never passed) |
+| kube-default       | kube-scheduler: pods one at a time, an unschedulable pod requeued behind later ones |
+| gang-fifo-backfill | whole gangs in arrival order, later jobs that fit start first, no preemption    |
+| volcano-default    | Volcano's Helm default: gang and queue shares, no preemption                   |
+| caldera-default    | caldera's default: gang, queue shares, least attained service, gang-aware preempt |
+| las                | Tiresias' discretised 2D least attained service (dlas-gpu), with promotion     |
+| srtf               | oracle yardstick: shortest remaining time first (simulation only)              |
+| srtf-gpu           | oracle yardstick: shortest remaining GPU-time first (simulation only)          |
 
 Each is a YAML file next to this module whose comments say what it does and
 why its arguments are what they are. `load_policy` takes a name or a path to a
@@ -21,7 +24,16 @@ from pathlib import Path
 from caldera.core.errors import CalderaError, FieldError, ValidationError
 from caldera.scheduler.config import SchedulerConfig, parse_config
 
-POLICIES = ("fifo-nogang", "volcano-default", "caldera-default", "las", "srtf")
+POLICIES = (
+    "fifo-nogang",
+    "kube-default",
+    "gang-fifo-backfill",
+    "volcano-default",
+    "caldera-default",
+    "las",
+    "srtf",
+    "srtf-gpu",
+)
 
 
 class UnknownPolicy(CalderaError):

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from caldera.testing.kube.controlplane import ControlPlane, ControlPlaneError
+from caldera.testing.kube.crds import install_caldera_crds
 from caldera.testing.kube.kwok import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
@@ -61,6 +62,7 @@ __all__ = [
     "add_nodes",
     "delete_nodes",
     "find_tools",
+    "install_caldera_crds",
     "install_volcano_crds",
     "run_for",
     "running_cluster",

@@ -215,8 +215,14 @@ function refresh() {
 }
 
 (async () => {
-  const version = await currentVersion();
+  // The answer says the version to watch from; from a daemon whose answer does not, the version read
+  // before loading again (so that no change after the view is missed).
   await load().catch(showError);
+  let version = current?.resourceVersion;
+  if (typeof version !== "number") {
+    version = await currentVersion();
+    await load().catch(showError);
+  }
   ready();
   watch({
     kinds: ["Job", "Pod", "PodGroup"],

@@ -2,19 +2,27 @@
 // from /api/v1/jobtable (every job, with the fields a row shows), then from the watch of Jobs from
 // its version (each change: no list is polled); a row is derived from a Job as `caldera list -w`
 // derives it, from the table's partial Jobs and the watch's full ones alike. Filters live in the URL.
+// Only the rows in view are in the DOM (`rows.js`): a thousand jobs open as fast as fifty.
 
 import { getJSON, watch } from "./api.js";
 import { age, h, jobDuration, jobHref, main, phaseBadge, ready, replace, showError } from "./dom.js";
 import { setLive } from "./live.js";
+import { windowedRows } from "./rows.js";
 
 const jobs = new Map(); // "ns/name" → Job object
-const rows = new Map(); // "ns/name" → <tr>
 const params = new URLSearchParams(location.search);
 const filters = { namespace: params.get("namespace") ?? "", queue: params.get("queue") ?? "", phase: params.get("phase") ?? "", name: params.get("name") ?? "" };
+let sorted = null; // every key in order; null when a job came or went
+let shown = []; // the keys the filters keep, in order
+let shownSet = new Set();
 let changed = new Set();
+let cameOrWent = false; // since the last frame
 let frame = null;
 
+const COLUMNS = [["Namespace", "c-ns"], ["Name", "c-name"], ["Queue", "c-queue"], ["Phase", "c-phase"], ["Running", "c-num"],
+  ["Retries", "c-num"], ["Min", "c-num"], ["Age", "c-num"], ["Duration", "c-num"]];
 const tbody = h("tbody");
+const table = windowedRows({ tbody, columns: COLUMNS.length, render: (key) => renderRow(key, jobs.get(key)) });
 const count = h("span", { class: "muted", id: "count" });
 const selects = { namespace: select("namespace", "all namespaces"), queue: select("queue", "all queues"), phase: select("phase", "all phases") };
 const nameInput = h("input", { type: "search", id: "filter-name", placeholder: "name contains…", value: filters.name,
@@ -29,8 +37,7 @@ function setFilter(key, value) {
   const url = new URL(location.href);
   for (const [k, v] of Object.entries(filters)) v ? url.searchParams.set(k, v) : url.searchParams.delete(k);
   history.replaceState(null, "", url);
-  for (const [k, tr] of rows) tr.hidden = !matches(jobs.get(k));
-  updateCount();
+  refilter();
 }
 
 function matches(job) {
@@ -57,9 +64,9 @@ function row(job) {
   };
 }
 
-function renderRow(job) {
+function renderRow(key, job) {
   const r = row(job);
-  const tr = h("tr", { dataset: { job: `${r.namespace}/${r.name}` } },
+  return h("tr", { dataset: { job: key } },
     h("td", {}, r.namespace),
     h("td", {}, h("a", { href: jobHref(r.namespace, r.name) }, r.name)),
     h("td", {}, r.queue),
@@ -69,51 +76,36 @@ function renderRow(job) {
     h("td", { class: "num" }, r.min),
     h("td", { class: "num age" }, age(r.created)),
     h("td", { class: "num duration" }, jobDuration(r.start, r.end)));
-  tr.hidden = !matches(job);
-  return tr;
 }
 
 const byKey = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
-function renderAll() {
-  rows.clear();
-  const keys = [...jobs.keys()].sort(byKey);
-  const trs = keys.map((k) => {
-    const tr = renderRow(jobs.get(k));
-    rows.set(k, tr);
-    return tr;
-  });
-  replace(tbody, trs);
-  updateOptions();
+// The rows the filters keep, in order, to the table (which draws those in view).
+function refilter() {
+  sorted ??= [...jobs.keys()].sort(byKey);
+  shown = sorted.filter((k) => matches(jobs.get(k)));
+  shownSet = new Set(shown);
+  table.set(shown);
   updateCount();
 }
 
-// Changes since the last frame: rows replaced, inserted in order, or removed.
+// Changes since the last frame: a row drawn again, or the rows kept again when a job came, went, or
+// came into or out of the filters.
 function applyChanges() {
   frame = null;
   const keys = changed;
   changed = new Set();
-  let sorted = null;
+  let again = cameOrWent;
+  if (cameOrWent) sorted = null;
+  cameOrWent = false;
   for (const k of keys) {
-    const old = rows.get(k);
     const job = jobs.get(k);
-    if (!job) {
-      old?.remove();
-      rows.delete(k);
-      continue;
-    }
-    const tr = renderRow(job);
-    rows.set(k, tr);
-    if (old) {
-      old.replaceWith(tr);
-      continue;
-    }
-    sorted ??= [...rows.keys()].sort(byKey);
-    const next = sorted[sorted.indexOf(k) + 1];
-    tbody.insertBefore(tr, next ? rows.get(next) : null);
+    if (!job) continue;
+    table.changed(k); // drawn again, if it is drawn
+    if (matches(job) !== shownSet.has(k)) again = true; // into or out of the filters
   }
+  if (again) refilter();
   updateOptions();
-  updateCount();
 }
 
 function updateOptions() {
@@ -136,9 +128,7 @@ function updateOptions() {
 }
 
 function updateCount() {
-  let shown = 0;
-  for (const tr of rows.values()) if (!tr.hidden) shown++;
-  count.textContent = shown === rows.size ? `${rows.size} jobs` : `${shown} of ${rows.size} jobs`;
+  count.textContent = shown.length === jobs.size ? `${jobs.size} jobs` : `${shown.length} of ${jobs.size} jobs`;
 }
 
 const keyOf = (job) => `${job.metadata?.namespace ?? "default"}/${job.metadata?.name}`;
@@ -146,6 +136,7 @@ const keyOf = (job) => `${job.metadata?.namespace ?? "default"}/${job.metadata?.
 function onEvents(events) {
   for (const ev of events) {
     const key = keyOf(ev.object ?? {});
+    if (ev.type === "DELETED" || !jobs.has(key)) cameOrWent = true;
     if (ev.type === "DELETED") jobs.delete(key);
     else jobs.set(key, ev.object);
     changed.add(key);
@@ -155,17 +146,18 @@ function onEvents(events) {
 
 // Every job as the table view has it now; its version is where the watch goes on from.
 async function list() {
-  const table = await getJSON("/api/v1/jobtable");
+  const view = await getJSON("/api/v1/jobtable");
   jobs.clear();
-  for (const job of table.items) jobs.set(keyOf(job), job);
-  renderAll();
-  return table.resourceVersion;
+  for (const job of view.items) jobs.set(keyOf(job), job);
+  sorted = null;
+  refilter();
+  updateOptions();
+  return view.resourceVersion;
 }
 
-// Ages and durations move with the clock alone.
+// Ages and durations move with the clock alone (only the rows drawn have cells to move).
 setInterval(() => {
-  for (const [k, tr] of rows) {
-    if (tr.hidden) continue;
+  for (const [k, tr] of table.drawn()) {
     const r = row(jobs.get(k));
     tr.querySelector(".age").textContent = age(r.created);
     tr.querySelector(".duration").textContent = jobDuration(r.start, r.end);
@@ -179,9 +171,8 @@ replace(
     h("label", {}, "Namespace", selects.namespace), h("label", {}, "Queue", selects.queue),
     h("label", {}, "Phase", selects.phase), h("label", {}, "Name", nameInput)),
   h("section", { class: "panel" },
-    h("table", { id: "jobs" },
-      h("thead", {}, h("tr", {}, ["Namespace", "Name", "Queue", "Phase", "Running", "Retries", "Min", "Age", "Duration"]
-        .map((c, i) => h("th", { class: i >= 4 ? "num" : undefined }, c)))),
+    h("table", { id: "jobs", class: "windowed" },
+      h("thead", {}, h("tr", {}, COLUMNS.map(([c, cls], i) => h("th", { class: `${cls}${i >= 4 ? " num" : ""}` }, c)))),
       tbody)),
 );
 

@@ -1,0 +1,105 @@
+"""Where a task goes: the best node that fits it, kept per request shape and updated node by node.
+
+`Session.best_node(task, feasible(task, free(...)))` costs a dozen passes over every
+node per pod. Placing one pod changes one node, so for each request shape (the
+task's request vector, what the predicates look at, and whether releasing
+resources count) `Placements` keeps every node's value: the summed node-order
+score where the task fits, -inf where it does not. A query first recomputes the
+nodes whose `used`, `releasing` or `nominated` changed since that shape was last
+asked for (the state's change log, `NodeArrays.changes_since`), then takes the
+first maximum: one pass.
+
+Invariant: the answer is the node `best_node(task, feasible(task, free(future)))`
+gives, bit for bit. Fit is the same comparisons; each recomputed score is the
+same elementwise operations as a whole-vector one; the first maximum over every
+node is the first maximum over the candidates (the rest are -inf). It applies
+only when every node-order plugin configured declares `local_scores` (a node's
+score depends on that node's column, the task's request and the plugin's
+arguments, nothing else); otherwise the session takes the long way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from caldera.scheduler.framework import NODE_ORDER, Indices, Scores
+from caldera.scheduler.info import TaskInfo
+
+if TYPE_CHECKING:
+    from caldera.scheduler.session import Session
+
+MAX_SHAPES = 256  # request shapes kept per state; the least recently asked for goes first
+RECOMPUTE_SHARE = 8  # more than 1/8 of the nodes changed: recompute them all at once
+
+
+@dataclass(slots=True)
+class _Shape:
+    version: tuple[int, int]  # (node_version, number of resources) the values were computed at
+    position: int  # the change log position they are current to
+    values: Scores  # per node: the task's total score where it fits, -inf where it does not
+
+
+class Placements:
+    """Per request shape, every node's value for one scheduler configuration (`layout`, any object)."""
+
+    def __init__(self, layout: object) -> None:
+        self.layout = layout
+        self.shapes: dict[tuple[object, ...], _Shape] = {}
+
+    def best(self, ssn: Session, task: TaskInfo, future: bool) -> int:
+        """The first highest-scoring node that fits `task` (-1 if none)."""
+        state = ssn.state
+        n = len(state.node_names)
+        if task.unknown_resource or n == 0:
+            return -1
+        key = (task.req.tobytes(), task.signature, future)
+        version = (state.node_version, len(state.resources))
+        shape = self.shapes.pop(key, None)
+        if shape is None or shape.version != version:
+            shape = _Shape(version, state.change_position, _values(ssn, task, future, None))
+        else:
+            changed = state.changes_since(shape.position, n // RECOMPUTE_SHARE)
+            if changed is None:
+                shape.values = _values(ssn, task, future, None)
+            elif changed:
+                nodes = np.array(sorted(set(changed)), dtype=np.intp)
+                shape.values[nodes] = _values(ssn, task, future, nodes)
+            shape.position = state.change_position
+        self.shapes[key] = shape  # now the most recently asked for
+        if len(self.shapes) > MAX_SHAPES:
+            del self.shapes[next(iter(self.shapes))]
+        best = int(np.argmax(shape.values))
+        return -1 if shape.values[best] == -np.inf else best
+
+
+def _values(ssn: Session, task: TaskInfo, future: bool, nodes: Indices | None) -> Scores:
+    """The task's value on `nodes` (None: every node), as `Session.free`, `feasible` and `best_node` compute it."""
+    s = ssn.state
+    if nodes is None:
+        nodes = np.arange(len(s.node_names))
+        idle = s.alloc - s.used - s.nominated
+        if future:
+            idle = idle + s.releasing
+        fit = s.schedulable.copy()
+        for r in ssn.static_rejections(task):
+            fit &= r.mask
+    else:
+        idle = s.alloc[:, nodes] - s.used[:, nodes] - s.nominated[:, nodes]
+        if future:
+            idle = idle + s.releasing[:, nodes]
+        fit = s.schedulable[nodes]
+        for r in ssn.static_rejections(task):
+            fit &= r.mask[nodes]
+    req = task.req
+    for d in task.dims:
+        fit &= idle[d] >= req[d]
+    scores = ssn.call(NODE_ORDER, task, nodes)
+    values = np.full(len(nodes), -np.inf)
+    if scores is None:
+        values[fit] = 0.0
+    else:
+        np.copyto(values, scores, where=fit)
+    return values

@@ -1,0 +1,213 @@
+"""The job controller's half of the control plane: requests → policies → plans → pods and PodGroups.
+
+A change to a job or its pods becomes a `Request`; `resolve` turns it into an action
+(now, or later through `DelayedActions`), `execute` plans the state machine's step and
+`_run` carries the plan out: the job's status, pods killed, the PodGroup created or
+dropped, pods rendered and created. Invariant: a PodGroup leaves the scheduler only
+once none of its pods holds a node (`_drop_podgroup`), so no resource is handed out twice.
+`ControlPlane` (control.py) owns the objects and calls in here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from caldera.controller import (
+    DelayedActions,
+    Request,
+    execute,
+    make_pod,
+    make_podgroup,
+    requests_for_new_pods,
+    requests_for_pod_change,
+    resolve,
+    target_for,
+)
+from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
+from caldera.controller.ttl import TtlQueue
+from caldera.core import objects as o
+from caldera.scheduler.state import OCCUPYING, ClusterState
+from caldera.system.backoff import RestartBackoff
+from caldera.system.executor import Executor
+from caldera.utils.clock import Clock
+
+
+class JobReconciler:
+    """The controller's steps over the control plane's objects (set up by `ControlPlane.__init__`)."""
+
+    clock: Clock
+    executor: Executor
+    backoff: RestartBackoff
+    state: ClusterState
+    jobs: dict[str, o.Job]
+    podgroups: dict[str, o.PodGroup]  # by job key
+    pods: dict[str, o.Pod]
+    job_pods: dict[str, dict[str, o.Pod]]  # job key → pod name → pod
+    delayed: DelayedActions
+    ttl: TtlQueue  # finished jobs to delete later
+    _requests: deque[tuple[str, Request]]
+    _stopping: set[str]  # pods the control plane asked to stop (not evictions by others)
+    _released: dict[str, str]  # job key → key of its PodGroup, deleted while pods of the job still release resources
+    _dirty: bool  # something changed since the last scheduling cycle
+    _touched: set[str]  # job keys whose job, podgroup or pods changed since `take_touched`
+    _uid: int
+
+    if TYPE_CHECKING:  # the control plane's, which these steps call back
+
+        def record(
+            self, kind: str, obj: str, node: str = "", reason: str = "", message: str = "", namespace: str = "default"
+        ) -> None: ...
+
+        def pod_stopped(self, key: str, exit_code: int | None = None) -> None: ...
+
+    def _request(self, job_key: str, req: Request) -> None:
+        self._touched.add(job_key)
+        self._requests.append((job_key, req))
+
+    def take_touched(self) -> set[str]:
+        """The keys of the jobs whose job, podgroup or pods changed since the last call (and forget them)."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        pod = self.job_pods[key].get(req.pod) if req.pod else None
+        self.delayed.cancel_for_request(key, req, pod.metadata.uid if pod else "")
+        res = resolve(job.spec, req, job.status.version)
+        target = target_for(res.action, req)
+        if res.delay is not None:
+            self.delayed.add(
+                key,
+                res.action,
+                self.clock.now() + res.delay,
+                target,
+                event=req.event,
+                pod_uid=pod.metadata.uid if pod else "",
+            )
+            return
+        if res.action == SYNC_JOB:
+            syncs[key] = None
+            return
+        self._run(key, res.action, target)
+
+    def _run(self, key: str, action: str, target: Target) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        now = self.clock.now()
+        pods = list(self.job_pods[key].values())
+        pg = self.podgroups.get(key)
+        plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
+        old_phase = job.status.phase
+        job.status = plan.status
+        self._touched.add(key)
+        if plan.status.phase != old_phase:
+            self.record(
+                "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
+            )
+            if plan.finished:
+                self.ttl.watch(job)
+            # Volcano's job handler re-syncs a job whose phase changed: what moves a Restarting job
+            # whose pods were all gone already (evicted, preempted) on to Pending.
+            self._request(key, Request(event=OUT_OF_SYNC_EVENT))
+        for name in plan.kill:
+            pod = self.job_pods[key].get(name)
+            if pod is not None:
+                self._kill(pod)
+        if plan.delete_podgroup and pg is not None:
+            del self.podgroups[key]
+            self._drop_podgroup(key, pg)
+            pg = None
+        if plan.sync_podgroup and pg is None and job.status.phase not in o.FINISHED_JOB_PHASES:
+            pg = make_podgroup(job, now)
+            self.podgroups[key] = pg
+            self.state.set_podgroup(pg)
+            self._dirty = True
+        created: list[o.Pod] = []
+        for task_name, index in plan.create:
+            task = job.spec.task(task_name)
+            if task is None:
+                continue
+            priority = self.state.priority_of(task.template.spec.priority_class_name or job.spec.priority_class_name)
+            pod = make_pod(job, task, index, priority, now)
+            self._uid += 1
+            pod.metadata.uid = f"{self._uid:08x}"
+            self.pods[pod.key] = pod
+            self.job_pods[key][pod.name] = pod
+            if pg is not None:
+                self.state.set_pod(pod, pg.key)
+            self._dirty = True
+            created.append(pod)
+        if created:
+            # Volcano's pod handler raises PodPending for every pod added: what starts a PodPending timeout.
+            for req in requests_for_new_pods(job, list(self.job_pods[key].values()), created):
+                self._request(key, req)
+        if action not in INTERNAL_ACTIONS:
+            self.delayed.cancel_scope(key, action, target)
+        self._forget_if_done(job)
+
+    def _drop_podgroup(self, job_key: str, pg: o.PodGroup) -> None:
+        """Take a deleted PodGroup out of the scheduler, once none of its pods holds a node any more.
+
+        Pods being killed keep their resources (as Releasing) until the executor says they
+        stopped; dropping the group at once would hand those resources out twice."""
+        info = self.state.jobs.get(pg.key)
+        if info is not None and info.count(OCCUPYING) > 0:
+            self._released[job_key] = pg.key
+        else:
+            self.state.remove_podgroup(pg.key)
+
+    def _release_podgroup(self, job_key: str) -> None:
+        """After a pod of the job left: finish a deferred `_drop_podgroup` if it was the last one on a node."""
+        pg_key = self._released.get(job_key)
+        if pg_key is None:
+            return
+        info = self.state.jobs.get(pg_key)
+        if info is not None and info.count(OCCUPYING) > 0:
+            return
+        del self._released[job_key]
+        current = self.podgroups.get(job_key)
+        if current is None or current.key != pg_key:  # a re-created group of the same name took the entry over
+            self.state.remove_podgroup(pg_key)
+
+    def _forget_if_done(self, job: o.Job) -> None:
+        """A finished job none of whose pods still runs is no longer the scheduler's business."""
+        if job.status.phase not in o.FINISHED_JOB_PHASES:
+            return
+        pg = self.podgroups.get(job.key)
+        if pg is None or pg.key not in self.state.jobs:
+            return
+        if any(not p.finished for p in self.job_pods[job.key].values()):
+            return
+        self.state.remove_podgroup(pg.key)
+
+    def _kill(self, pod: o.Pod) -> None:
+        if pod.deletion_timestamp is not None:
+            return
+        pod.deletion_timestamp = self.clock.now()
+        self._touched.add(pod.job_key)
+        self._stopping.add(pod.key)
+        if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
+            self.state.set_pod(pod, self._pg_key(pod))
+            self.executor.stop(pod)
+        else:
+            self.pod_stopped(pod.key)
+
+    def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
+        key = f"{pod.metadata.namespace}/{pod.job}"
+        self._touched.add(key)
+        self.state.set_pod(pod, self._pg_key(pod))
+        self._dirty = True
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        self.delayed.cancel_for_pod_phase(pod, pod.status.phase)
+        for req in requests_for_pod_change(job, list(self.job_pods[key].values()), old_phase, pod, deleted=False):
+            self._request(key, req)
+
+    def _pg_key(self, pod: o.Pod) -> str:
+        pg = self.podgroups.get(f"{pod.metadata.namespace}/{pod.job}")
+        return pg.key if pg is not None else ""

@@ -1,0 +1,137 @@
+"""The node values kept per request shape (placement.py) give the node the long way gives, after any change.
+
+The long way is `best_node(task, feasible(task, free(future)))` over every node. Each
+step below changes the cluster as a cycle does (allocate, pipeline, evict, discard,
+commit, a pod gone, a node cordoned), then asks both for several request shapes,
+with and without releasing resources, on heterogeneous nodes with labels and taints.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from caldera.core import objects as o
+from caldera.scheduler.config import default_config
+from caldera.scheduler.placement import Placements
+from caldera.scheduler.plugins.registry import registry
+from caldera.scheduler.session import Session, hook_layout
+from caldera.scheduler.state import ClusterState, TaskInfo, TaskStatus
+from caldera.scheduler.statement import Statement
+from caldera.testing.builders import make_node, make_pod, make_podgroup
+
+SHAPES = [
+    {"nvidia.com/gpu": "1"},
+    {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
+    {"cpu": "16", "memory": "8Gi"},
+    {"cpu": "500m", "memory": "1Gi"},
+    {"nvidia.com/gpu": "8", "cpu": "8"},
+]
+
+
+def cluster(rng: random.Random, nodes: int) -> ClusterState:
+    state = ClusterState()
+    made = []
+    for i in range(nodes):
+        gpus, cpu = rng.choice([(8, 64), (4, 32), (0, 16), (8, 96)])
+        taints = (o.Taint("dedicated", "infer", "NoSchedule"),) if i % 7 == 3 else ()
+        made.append(
+            make_node(
+                f"n{i:03d}",
+                resources={"cpu": str(cpu), "memory": f"{cpu * 8}Gi", "nvidia.com/gpu": str(gpus)},
+                labels={"zone": "a" if i % 2 else "b"},
+                taints=taints,
+            )
+        )
+    state.set_nodes(made)
+    return state
+
+
+def probes(state: ClusterState) -> list[TaskInfo]:
+    """One pending task per request shape, half of them asking for zone a."""
+    out = []
+    for i, req in enumerate(SHAPES):
+        pg = make_podgroup(f"probe{i}", min_member=1)
+        state.set_podgroup(pg)
+        selector = {"zone": "a"} if i % 2 else None
+        task = state.set_pod(make_pod(f"probe{i}", "w", 0, requests=req, node_selector=selector), pg.key)
+        assert task is not None
+        out.append(task)
+    return out
+
+
+def check(ssn: Session, placements: Placements, tasks: list[TaskInfo]) -> None:
+    for task in tasks:
+        for future in (False, True):
+            expected = ssn.best_node(task, ssn.feasible(task, ssn.free(future)))
+            assert placements.best(ssn, task, future) == expected, (task.key, future)
+
+
+@pytest.mark.parametrize("seed", range(6), ids=lambda s: f"seed{s}")
+def test_kept_values_give_the_node_the_long_way_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    state = cluster(rng, nodes=40)
+    config = default_config()
+    layout = hook_layout(config, registry())
+    assert layout.local_scores
+    placements = Placements(layout)
+    tasks = probes(state)
+    for j in range(30):
+        pg = make_podgroup(f"job{j}", min_member=1)
+        state.set_podgroup(pg)
+        for i in range(rng.randint(1, 6)):
+            state.set_pod(make_pod(f"job{j}", "w", i, requests=rng.choice(SHAPES)), pg.key)
+    workers = [t for t in state.tasks.values() if t.job.name.startswith("job")]
+    for step in range(120):
+        ssn = Session(state, config, float(step), registry(), layout)
+        stmt = Statement(ssn)
+        for task in rng.sample(workers, 5):
+            if task.status is TaskStatus.PENDING:
+                node = ssn.best_node(task, ssn.feasible(task, ssn.free(rng.random() < 0.3)))
+                if node >= 0:
+                    (stmt.allocate if rng.random() < 0.7 else stmt.pipeline)(task, node)
+            elif task.status in (TaskStatus.BINDING, TaskStatus.RUNNING) and rng.random() < 0.5:
+                stmt.evict(task, "Preempt", "")
+            check(ssn, placements, tasks)
+        if rng.random() < 0.4:
+            stmt.discard()
+        else:
+            stmt.commit()
+        check(ssn, placements, tasks)
+        gone = [t for t in workers if t.status is TaskStatus.RELEASING]
+        if gone and rng.random() < 0.5:  # an evicted pod's process ended: it leaves its node
+            state.remove_task(gone[0].key)
+            workers.remove(gone[0])
+        if step % 25 == 24:  # a node cordoned: its column is recomputed with every other
+            node = make_node(state.node_names[rng.randrange(40)], unschedulable=True)
+            state.set_node(node)
+        ssn.close()
+        ssn.release()
+        check(Session(state, config, float(step), registry(), layout), placements, tasks)
+
+
+def test_more_changes_than_the_log_keeps_recompute_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("caldera.scheduler.nodes.CHANGE_LOG", 4)
+    rng = random.Random(7)
+    state = cluster(rng, nodes=30)
+    layout = hook_layout(default_config(), registry())
+    placements = Placements(layout)
+    tasks = probes(state)
+    pg = make_podgroup("big", min_member=1)
+    state.set_podgroup(pg)
+    pods = [state.set_pod(make_pod("big", "w", i, requests={"cpu": "2"}), pg.key) for i in range(20)]
+    for i, task in enumerate(pods):
+        assert task is not None
+        ssn = Session(state, default_config(), 0.0, registry(), layout)
+        if i % 3 == 0:
+            check(ssn, placements, tasks)
+        Statement(ssn).allocate(task, i % 30)
+    check(Session(state, default_config(), 0.0, registry(), layout), placements, tasks)
+
+
+def test_a_non_local_node_order_plugin_takes_the_long_way() -> None:
+    text = default_config()
+    tiers = (*text.tiers, (type(text.tiers[0][0])("task-topology"),))
+    config = type(text)(text.actions, tiers, text.action_arguments)
+    assert not hook_layout(config, registry()).local_scores
