@@ -120,7 +120,7 @@ def test_a_closed_queue_takes_no_new_job(plane, caldera, namespace, nodes):
         "kind": "Command",
         "metadata": {"name": f"close-{closed}", "namespace": namespace},
         "action": "CloseQueue",
-        "targetObject": {"apiVersion": QUEUES[0], "kind": "Queue", "name": closed, "uid": "x"},
+        "target": {"apiVersion": QUEUES[0], "kind": "Queue", "name": closed, "uid": "x"},
     }
     plane.kube.create(resource_path(*COMMANDS, namespace=namespace), command)
     wait_until(lambda: queue_state(plane, closed) == "Closed", 60, "the queue to be Closed", interval=0.2)

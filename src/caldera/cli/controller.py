@@ -56,7 +56,9 @@ def _config(kubeconfig: str | None, context: str | None) -> KubeConfig:
     show_default=True,
     help="seconds a silent leader keeps the Lease",
 )
-@click.option("--id", "identity", default="", help="this replica's name in the Lease (default: host and pid)")
+@click.option(
+    "--id", "identity", default="", help="this replica's name in the Lease (default: $POD_NAME, else host and pid)"
+)
 @click.option("-v", "--verbose", count=True, help="log more (-v info, -vv debug)")
 @click.pass_context
 def controller(
@@ -85,7 +87,7 @@ def controller(
         elastic_server=elastic_server,
         leader_election=leader_elect,
         lease_namespace=lease_namespace or config.namespace or "default",
-        identity=identity,
+        identity=identity or os.environ.get("POD_NAME", ""),  # the Deployment sets it (the downward API)
         lease_times=times,
     )
     stop = threading.Event()

@@ -81,6 +81,7 @@ class KubePods:
         self.api: dict[str, ApiPod] = {}  # pod key → the incarnation in the API server
         self.pending = Pending()
         self.binds = 0  # bindings written (created bound or pods/binding): each pod once
+        self.gone_nodes: set[str] = set()  # Nodes deleted from the API server
         self._failed: dict[str, float] = {}  # pod key → when its create failed
         self._plugin_objects: set[str] = set()  # job uids whose Service/ConfigMap/Secret exist
 
@@ -91,6 +92,8 @@ class KubePods:
 
     def stop(self, pod: o.Pod) -> None:
         grace = pod.spec.termination_grace_period_seconds
+        if pod.node_name in self.gone_nodes:
+            grace = 0  # no kubelet is left to end it: removed at once, as the pod garbage collector does
         self.pending.delete[pod.key] = 30 if grace is None else int(grace)
 
     # ------------------------------------------------------------ what the API server says

@@ -13,7 +13,7 @@ Jobs: a new Job gets Volcano's webhook defaults in memory (queue `default`, maxR
 the same admission checks as on the embedded cluster; one the controller refuses (a queue that does
 not exist or is closed, an unknown priority class, ...) gets status Failed with reason Rejected and a
 Warning event, and never starts. Jobs naming another scheduler are left alone. Commands
-(`bus.volcano.sh`, as vcctl sends them) are applied to their Job and deleted. Pods of other
+(`bus.volcano.sh`, as vcctl sends them, the target in `target`) are applied and deleted. Pods of other
 schedulers hold their node's resources in the scheduler's view.
 
 Invariants: only the loop thread touches the plane; nothing is written before the first full list
@@ -291,8 +291,10 @@ class KubeController:
         name = obj["metadata"]["name"]
         if change == "DELETED":
             self._node_seen.pop(name, None)
+            self.pods.gone_nodes.add(name)
             self.plane.node_down(name)
             return
+        self.pods.gone_nodes.discard(name)
         node = node_from_api(obj, self._node_used.get(name))
         seen = (node.allocatable, node.labels, node.taints, node.unschedulable, node.ready)
         if self._node_seen.get(name) == seen:
@@ -352,7 +354,7 @@ class KubeController:
     def _on_commands(self, change: str, obj: JSON) -> None:
         if change == "DELETED":
             return
-        target = obj.get("targetObject") or {}
+        target = obj.get("target") or {}  # Volcano: TargetObject *OwnerReference `json:"target"`
         ns = obj["metadata"].get("namespace", "default")
         action = str(obj.get("action", ""))
         if target.get("kind") == "Job" and action:
