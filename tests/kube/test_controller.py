@@ -37,9 +37,17 @@ def test_a_volcano_job_runs_to_completed_with_volcanos_pods(plane, caldera, name
     kubectl_create(plane, namespace, job)
     running = wait_phase(plane, namespace, "hello", "Running")
     # The PodGroup lives while the job runs (Volcano deletes it with the job's pods at the end too).
-    group = plane.kube.get(resource_path(*PODGROUPS, namespace=namespace, name=f"hello-{running['metadata']['uid']}"))
+    group_path = resource_path(*PODGROUPS, namespace=namespace, name=f"hello-{running['metadata']['uid']}")
+    group = plane.kube.get(group_path)
     assert (
         group["spec"]["minMember"] == 3 and group["metadata"]["ownerReferences"][0]["uid"] == running["metadata"]["uid"]
+    )
+    # Its status follows the gang (written with the object: the CRD has no status subresource).
+    wait_until(
+        lambda: plane.kube.get(group_path).get("status", {}).get("phase") == "Running",
+        60,
+        "the PodGroup's status phase Running",
+        interval=0.2,
     )
     done = wait_phase(plane, namespace, "hello", "Completed")
     uid = done["metadata"]["uid"]

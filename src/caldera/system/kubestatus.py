@@ -109,7 +109,9 @@ class StatusWriter:
 
     def _update_group(self, item: tuple[o.PodGroup, object], plane: ControlPlane) -> JSON:
         pg, _ = item
-        path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace, name=pg.metadata.name, subresource="status")
+        # With the object, not through `/status`: Volcano's PodGroup CRD (and caldera's, of the same shape) has no
+        # status subresource, so `podgroups/NAME/status` answers 404 there.
+        path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace, name=pg.metadata.name)
         return self.kube.patch(path, {"status": podgroup_status_to_api(pg)})
 
     def _delete_group(self, key: str, plane: ControlPlane) -> JSON:

@@ -124,11 +124,14 @@ def controller(namespace: str, image: str, elastic_server: str | None = None, re
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         },
+        # A writable /tmp on the read-only root: the ssh plugin generates each job's key pair there.
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     pod_spec: JSON = {
         "serviceAccountName": NAME,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
         # Two replicas on two nodes, where there are two: one node's loss never stops scheduling.
         "affinity": {
             "podAntiAffinity": {
