@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from caldera.client import connect, pid_alive, read_daemon
+from caldera.testing.processes import processes_of
 from caldera.testing.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,24 +182,6 @@ def unschedulable(cal: Caldera, job: str) -> bool:
     """Whether the scheduler has tried the job's gang and left it out (its PodGroup's Unschedulable condition)."""
     pg = cal.describe(job)["podgroup"] or {}
     return any(c.get("type") == "Unschedulable" for c in (pg.get("status") or {}).get("conditions") or [])
-
-
-def processes_of(home: Path) -> list[str]:
-    """The live processes (but this one) with `home` in their command line, working directory or environment."""
-    needle = str(home)
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = Path(entry.path, "environ").read_bytes().decode(errors="replace")
-            cwd = os.readlink(Path(entry.path, "cwd"))
-        except OSError:  # gone meanwhile, a zombie, or not ours to read
-            continue
-        if needle in cmdline or needle in environ or cwd == needle or cwd.startswith(needle + "/"):
-            found.append(f"{entry.name}: {cmdline.strip()}")
-    return found
 
 
 def kill_leftovers(home: Path) -> list[str]:
