@@ -248,7 +248,7 @@ def test_a_directory_for_a_file_is_one_line(tmp_path: Path) -> None:
 
 JSON_CASES = [
     pytest.param(
-        '{"jobs": [\n  {"submitTime": 0,}\n]}\n', "", "line 2, column 19: not valid JSON", id="json-syntax-error"
+        '{"jobs": [\n  {"submitTime": 0,}\n]}\n', "", "line 2, column 20: not valid JSON", id="json-syntax-error"
     ),
     pytest.param(
         json.dumps({"jobs": [{"submitTime": "soon"}]}), "jobs[0].manifest", "is required", id="json-missing-manifest"
