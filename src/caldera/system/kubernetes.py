@@ -54,6 +54,7 @@ from caldera.core.errors import CalderaError, FieldError, ValidationError
 from caldera.core.resources import add, sub
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
+from caldera.system.kubeevents import PlaneEvents
 from caldera.system.kubepods import KubePods
 from caldera.system.kuberestore import owned_by, restored_podgroup, restored_pods
 from caldera.system.kubestatus import StatusWriter
@@ -74,17 +75,6 @@ GRACE = 3.0  # seconds a new job waits for a queue or PriorityClass it names to 
 QUEUE_ACTIONS = {"OpenQueue": o.QUEUE_OPEN, "CloseQueue": o.QUEUE_CLOSED}  # vcctl queue operate --action
 VOLCANO = "volcano"  # Jobs naming Volcano's scheduler are caldera's too: it replaces Volcano
 LEASE_NAME = "caldera-controller"
-EVENT_REASONS = {  # plane event kind → (involved object kind, reason, warning)
-    "Bind": ("Pod", "Scheduled", False),
-    "Preempt": ("Pod", "Preempted", True),
-    "Reclaim": ("Pod", "Reclaimed", True),
-    "Evict": ("Pod", "Evicted", True),
-    "BackOff": ("Pod", "BackOff", True),
-    "Unschedulable": ("Job", "FailedScheduling", True),
-    "JobPhase": ("Job", "", False),
-    "Command": ("Job", "Command", False),
-    "Scaled": ("Job", "Scaled", False),
-}
 
 
 def _may_be_on_its_way(error: FieldError) -> bool:
@@ -121,9 +111,10 @@ class KubeController:
         self.pods = KubePods(kube, self.pool, settings.scheduler_name, self._job_object, self._warn, self.clock.now)
         self.pods.elastic_server = settings.elastic_server
         self.plane = ControlPlane(Scheduler(), self.pods, self.clock)
-        self.plane.on_event = self._plane_event
         self.status = StatusWriter(kube, self.pool)
         self.recorder = EventRecorder(kube, settings.scheduler_name, self.identity)
+        self.events = PlaneEvents(self.recorder)
+        self.plane.on_event = self.events.collect
         self.api: dict[str, dict[str, JSON]] = {kind: {} for kind in KINDS}
         self.elector = Elector(
             kube, settings.lease_namespace, LEASE_NAME, self.identity, self.clock, settings.lease_times
@@ -133,7 +124,6 @@ class KubeController:
         self.lost = threading.Event()
         self._inbox: queue.Queue[tuple[str, str, JSON]] = queue.Queue()
         self._informers: list[Informer] = []
-        self._events: list[o.Event] = []
         self._foreign: dict[str, tuple[str, dict[str, float]]] = {}  # pod key → (node, requests) of other schedulers
         self._node_used: dict[str, dict[str, float]] = {}
         self._node_seen: dict[str, tuple[Any, ...]] = {}
@@ -229,7 +219,7 @@ class KubeController:
             if not self.pods.flush(self.plane):  # pods before statuses: binding is what waits
                 break
         self.status.flush(self.plane)
-        self._write_events()
+        self.events.flush(self._pod_uid, self._job_uid)
 
     # ------------------------------------------------------------ changes from the API server
 
@@ -516,27 +506,14 @@ class KubeController:
     def _job_object(self, key: str) -> JSON | None:
         return self.api["jobs"].get(key)
 
+    def _pod_uid(self, key: str) -> str:
+        api = self.pods.api.get(key)
+        return api.uid if api is not None else ""
+
+    def _job_uid(self, key: str) -> str:
+        job = self.plane.jobs.get(key)
+        return job.metadata.uid if job is not None else ""
+
     def _warn(self, job: o.Job, reason: str, message: str) -> None:
         ref = ObjectRef(o.JOB_API, "Job", job.namespace, job.name, job.metadata.uid)
         self.recorder.record(ref, reason, message, self.clock.now(), warning=True)
-
-    def _plane_event(self, event: o.Event) -> None:
-        if event.kind in EVENT_REASONS:
-            self._events.append(event)
-
-    def _write_events(self) -> None:
-        events, self._events = self._events, []
-        for ev in events:
-            kind, reason, warning = EVENT_REASONS[ev.kind]
-            if kind == "Pod":
-                api = self.pods.api.get(f"{ev.namespace}/{ev.object}")
-                ref = ObjectRef("v1", "Pod", ev.namespace, ev.object, api.uid if api is not None else "")
-            else:
-                job = self.plane.jobs.get(f"{ev.namespace}/{ev.object}")
-                ref = ObjectRef(o.JOB_API, "Job", ev.namespace, ev.object, job.metadata.uid if job is not None else "")
-            message = ev.message
-            if ev.kind == "Bind":
-                message = f"Successfully assigned {ev.namespace}/{ev.object} to {ev.node}"
-            elif ev.kind == "JobPhase" and not message:
-                message = f"job is {ev.reason}"
-            self.recorder.record(ref, reason or ev.reason, message or ev.reason, ev.time, warning=warning)

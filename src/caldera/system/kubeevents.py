@@ -1,0 +1,52 @@
+"""The control plane's events as Kubernetes core Events: the object each is about, its reason and message.
+
+The plane's events of a turn are held until the turn's writes are done (a Scheduled event never names a pod
+the API server has not seen bound), then handed to the recorder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from caldera.backends.kube.recorder import EventRecorder, ObjectRef
+from caldera.core import objects as o
+
+EVENT_REASONS = {  # plane event kind → (involved object kind, reason, warning)
+    "Bind": ("Pod", "Scheduled", False),
+    "Preempt": ("Pod", "Preempted", True),
+    "Reclaim": ("Pod", "Reclaimed", True),
+    "Evict": ("Pod", "Evicted", True),
+    "BackOff": ("Pod", "BackOff", True),
+    "Unschedulable": ("Job", "FailedScheduling", True),
+    "JobPhase": ("Job", "", False),
+    "Command": ("Job", "Command", False),
+    "Scaled": ("Job", "Scaled", False),
+}
+
+
+class PlaneEvents:
+    def __init__(self, recorder: EventRecorder) -> None:
+        self.recorder = recorder
+        self._events: list[o.Event] = []
+
+    def collect(self, event: o.Event) -> None:
+        """The plane's `on_event`: keep the kinds that become core Events."""
+        if event.kind in EVENT_REASONS:
+            self._events.append(event)
+
+    def flush(self, pod_uid: Callable[[str], str], job_uid: Callable[[str], str]) -> None:
+        """Record what was collected; `pod_uid` / `job_uid` give the uid of a `namespace/name` ("" if unknown)."""
+        events, self._events = self._events, []
+        for ev in events:
+            kind, reason, warning = EVENT_REASONS[ev.kind]
+            key = f"{ev.namespace}/{ev.object}"
+            if kind == "Pod":
+                ref = ObjectRef("v1", "Pod", ev.namespace, ev.object, pod_uid(key))
+            else:
+                ref = ObjectRef(o.JOB_API, "Job", ev.namespace, ev.object, job_uid(key))
+            message = ev.message
+            if ev.kind == "Bind":
+                message = f"Successfully assigned {key} to {ev.node}"
+            elif ev.kind == "JobPhase" and not message:
+                message = f"job is {ev.reason}"
+            self.recorder.record(ref, reason or ev.reason, message or ev.reason, ev.time, warning=warning)
