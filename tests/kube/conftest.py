@@ -11,7 +11,10 @@ import itertools
 
 import pytest
 
-from caldera.testing.kube import ControlPlane, running_cluster
+from caldera.testing.kube import ControlPlane, install_volcano_crds, running_cluster
+from caldera.testing.kube.calderactl import start_caldera
+
+from .volcanojobs import labelled_nodes
 
 _names = itertools.count()
 
@@ -30,3 +33,18 @@ def namespace(plane, request) -> str:
     plane.create_namespace(name)
     yield name
     plane.kube.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="module")
+def caldera(plane):
+    """One `caldera controller` process per test module that asks for it, on Volcano's own CRDs."""
+    install_volcano_crds(plane)
+    process = start_caldera(plane)
+    yield process
+    plane.stop_process("caldera-controller")
+
+
+@pytest.fixture
+def nodes(plane, request):
+    """Fake nodes of a label of the test's own (a module may define its own instead)."""
+    yield from labelled_nodes(plane, request)

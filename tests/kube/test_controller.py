@@ -9,26 +9,11 @@ from __future__ import annotations
 import pytest
 
 from caldera.backends.kube.client import resource_path
-from caldera.testing.kube import install_volcano_crds
-from caldera.testing.kube.calderactl import start_caldera
 from caldera.testing.waiting import wait_until
 
-from .volcanojobs import PODGROUPS, events_of, kubectl_create, labelled_nodes, pods_of, task, volcano_job, wait_phase
+from .volcanojobs import PODGROUPS, events_of, kubectl_create, pods_of, task, volcano_job, wait_phase
 
 pytestmark = pytest.mark.kube
-
-
-@pytest.fixture(scope="module")
-def caldera(plane):
-    install_volcano_crds(plane)
-    process = start_caldera(plane)
-    yield process
-    plane.stop_process("caldera-controller")
-
-
-@pytest.fixture
-def nodes(plane, request):
-    yield from labelled_nodes(plane, request)
 
 
 def test_a_volcano_job_runs_to_completed_with_volcanos_pods(plane, caldera, namespace, nodes):

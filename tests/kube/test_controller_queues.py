@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 
 from caldera.backends.kube.client import JSON, resource_path
-from caldera.testing.kube import install_volcano_crds
-from caldera.testing.kube.calderactl import start_caldera
 from caldera.testing.waiting import wait_until
 
 from .volcanojobs import (
@@ -17,7 +15,6 @@ from .volcanojobs import (
     QUEUES,
     events_of,
     kubectl_create,
-    labelled_nodes,
     pods_of,
     task,
     volcano_job,
@@ -25,19 +22,6 @@ from .volcanojobs import (
 )
 
 pytestmark = pytest.mark.kube
-
-
-@pytest.fixture(scope="module")
-def caldera(plane):
-    install_volcano_crds(plane)
-    process = start_caldera(plane)
-    yield process
-    plane.stop_process("caldera-controller")
-
-
-@pytest.fixture
-def nodes(plane, request):
-    yield from labelled_nodes(plane, request)
 
 
 def gang(name: str, workers: int, label: str, **spec: object) -> JSON:
