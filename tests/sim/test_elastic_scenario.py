@@ -1,6 +1,6 @@
 """An elastic job in the simulator grows into idle GPUs, shrinks when a gang needs them, grows back.
 
-The real control plane (controller, caldera-default's scheduler) on the fake executor: the
+The real control plane (controller, the shipped policies' scheduler) on the fake executor: the
 speed-up model is `speedup.py`'s, so the times below are computed from its rates by hand."""
 
 from __future__ import annotations
@@ -17,35 +17,36 @@ from caldera.sim.traces import Elastic, gang_job
 from caldera.testing.builders import make_node
 
 R4 = Speedup(2, 1024.0).rate(4, 1)  # 1.8817: four workers of a job measured on two, in one node
+WORK = 10_000.0  # a's work: seconds on its 2 GPUs
 
 
 def run(policy: str) -> tuple[Simulation, dict[str, dict[str, object]]]:
     node = make_node("node-0", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "4"})
     a = gang_job("a", "default", 2, checkpoint=0.0, elastic=Elastic(1, 4, "medium"))
     b = gang_job("b", "default", 2, checkpoint=0.0)
-    arrivals = (JobArrival(0.0, a, 100.0), JobArrival(10.0, b, 50.0))
+    arrivals = (JobArrival(0.0, a, WORK), JobArrival(1000.0, b, 500.0))
     sim = Simulation(Cluster((node,), (), ()), Workload(arrivals), Scheduler(load_policy(policy)))
     sim.run()
-    return sim, {row["name"]: row for row in build(sim)["jobs"]}
+    return sim, {str(row["name"]): row for row in build(sim)["jobs"]}
 
 
-def test_an_elastic_job_grows_shrinks_and_grows_back() -> None:
-    """a (100 s of work measured on 2 GPUs, 1 to 4 workers) takes all 4 GPUs at 0 (rate 1.8817); b (2 GPUs,
-    50 s) arrives at 10 and takes back two of a's lent workers: a goes on on 2 (rate 1) from
-    10 × 1.8817 = 18.817 done; b runs 10 to 60; a's two workers come back at 60 (68.817 done) and it ends
-    at 60 + 31.183 / 1.8817 = 76.572, against 100 on its fixed 2 GPUs."""
-    sim, jobs = run("caldera-default")
-    assert jobs["b"]["startTime"] == pytest.approx(10.0)
-    assert jobs["b"]["endTime"] == pytest.approx(60.0)
-    done60 = 10.0 * R4 + 50.0
-    assert jobs["a"]["endTime"] == pytest.approx(60.0 + (100.0 - done60) / R4)
+@pytest.mark.parametrize("policy", ["caldera-default", "las"])
+def test_an_elastic_job_grows_shrinks_and_grows_back(policy: str) -> None:
+    """a (1 to 4 workers) takes all 4 GPUs at 0 (rate 1.8817); at 1000 it has had 4,000 GPU-seconds (las
+    level 1) when b (2 GPUs, 500 s, level 0) arrives and takes two of a's workers above its minimum: a goes
+    on on 2 (rate 1) from 1000 × 1.8817 done; b runs 1000 to 1500; a's two workers come back at 1500
+    and it ends at 1500 + (10,000 − 1,881.7 − 500) / 1.8817 = 5548.6, against 10,000 on its 2 GPUs."""
+    sim, jobs = run(policy)
+    assert jobs["b"]["startTime"] == pytest.approx(1000.0)
+    assert jobs["b"]["endTime"] == pytest.approx(1500.0)
+    done = 1000.0 * R4 + 500.0
+    assert jobs["a"]["endTime"] == pytest.approx(1500.0 + (WORK - done) / R4)
     assert sim.work_report("default/a").preemptions == 1
     assert sim.work_report("default/b").preemptions == 0
 
 
-def test_without_lending_the_gang_waits_for_the_elastic_job() -> None:
-    """las does not take lent workers back (same level, first come first served): b waits until a ends
-    at 100 / 1.8817 = 53.143."""
-    _, jobs = run("las")
-    assert jobs["a"]["endTime"] == pytest.approx(100.0 / R4)
-    assert jobs["b"]["startTime"] == pytest.approx(100.0 / R4)
+def test_without_preemption_the_gang_waits_for_the_elastic_job() -> None:
+    """gang-fifo-backfill never preempts: a keeps its 4 workers and ends at 10,000 / 1.8817 = 5314.3; b then."""
+    _, jobs = run("gang-fifo-backfill")
+    assert jobs["a"]["endTime"] == pytest.approx(WORK / R4)
+    assert jobs["b"]["startTime"] == pytest.approx(WORK / R4)

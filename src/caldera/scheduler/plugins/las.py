@@ -28,12 +28,6 @@ victim only while that run is worth at most this many GPU-seconds: past it the
 work lost outweighs what the preemptor gains by starting now. A job is taken
 to checkpoint when it has the annotation `caldera.dev/checkpoint-interval`.
 
-Elastic jobs: with `las.take-surplus: true` (caldera-default) the workers an
-elastic job runs above its minAvailable are lent, not earned: any job that waits
-below its own minimum may take them back (the fewest, highest indices first),
-whatever the two jobs' levels, as long as the elastic job's PriorityClass is not
-higher. The job shrinks and goes on; it grows again into GPUs left idle.
-
 Levels change with time, not only with events: a running job crosses a
 threshold, a waiting job becomes due for promotion. At session open the plugin
 predicts when each job whose runs changed (`state.run_changed`) next changes
@@ -52,7 +46,7 @@ from collections.abc import Mapping
 from caldera.scheduler.framework import Plugin
 from caldera.scheduler.plugins.ranked import victims_by_rank
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import READY, JobInfo, TaskInfo
+from caldera.scheduler.state import JobInfo, TaskInfo
 
 HOUR = 3600.0
 DEFAULT_LIMITS = (3250.0, 7200.0)  # GPU-seconds: Tiresias' simulator's dlas-gpu queues (jobs.py queue_limit, 3 queues)
@@ -65,12 +59,11 @@ class LAS(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.marks, self.knob, self.max_loss, self.take_surplus = self.settings(
+        self.marks, self.knob, self.max_loss = self.settings(
             lambda p: (
                 _marks(p.args),
                 p.arg_float("las.promote-knob", DEFAULT_PROMOTE_KNOB),
                 p.arg_float("las.max-loss", -1.0),
-                p.arg_bool("las.take-surplus", False),
             )
         )
         self._levels: dict[str, int] = {}
@@ -138,11 +131,9 @@ class LAS(Plugin):
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         victims = victims_by_rank(preemptor, candidates, self.level)
-        if self.max_loss >= 0:
-            victims = [v for v in victims if self._affordable(v.job)]
-        if self.take_surplus:
-            victims.extend(_surplus(preemptor, candidates, {id(v.job) for v in victims}))
-        return victims
+        if self.max_loss < 0:
+            return victims
+        return [v for v in victims if self._affordable(v.job)]
 
     def _affordable(self, job: JobInfo) -> bool:
         """Whether stopping the job loses at most `las.max-loss` GPU-seconds (a checkpointing job loses little)."""
@@ -154,23 +145,6 @@ class LAS(Plugin):
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)
-
-
-def _surplus(preemptor: TaskInfo, candidates: list[TaskInfo], taken: set[int]) -> list[TaskInfo]:
-    """The workers other jobs run above their minAvailable (highest index first), not already victims."""
-    job = preemptor.job
-    by_job: dict[int, list[TaskInfo]] = {}
-    for c in candidates:
-        v = c.job
-        if id(v) not in taken and v is not job and v.priority <= job.priority:
-            by_job.setdefault(id(v), []).append(c)
-    out: list[TaskInfo] = []
-    for tasks in by_job.values():
-        v = tasks[0].job
-        spare = v.count(READY) - v.min_available
-        if spare > 0:
-            out.extend(sorted(tasks, key=lambda t: (-t.index, t.key))[:spare])
-    return out
 
 
 def _marks(args: Mapping[str, object]) -> tuple[float, ...]:
