@@ -70,7 +70,7 @@ def _wait_goal(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[str]:
     where = "; ".join(f"seed {seed}: {_h(w)} h against 2 × {_h(m)} h" for seed, w, m in missed)
     return [
         head + ".",
-        f"- Goal (that wait ≤ 2× the class's median run time, sample by sample): **{verdict}** in "
+        f"- Goal (that wait ≤ 2× the class's median run time, sample by sample): **{verdict}**: held in "
         f"{len(checks) - len(missed)} of {len(checks)} samples{f' (missed on {where})' if missed else ''}; "
         f"wait ÷ median run time by seed: {ratios}.",
     ]
@@ -358,6 +358,11 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
             ]
             text += _plots("full")
             continue
+        elastic = part.slug == "pollux-elastic"
+        if elastic:
+            from study_elastic import elastic_notes, elastic_reading  # here: it imports this module
+
+            text += elastic_notes(part.runs[0][0])
         text += ["Average JCT of each sample (each seed's own report has every column):", "", _per_seed(part), ""]
         text += [
             f"Means over the {len(part.seeds)} samples (counts summed):",
@@ -366,7 +371,7 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
             "",
             "Reading:",
             "",
-            *_reading(part, rows),
+            *(elastic_reading(part, parts) if elastic else _reading(part, rows)),
             "",
         ]
         spread = [

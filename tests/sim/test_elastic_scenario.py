@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from caldera.core import objects as o
 from caldera.scheduler.policies import load_policy
 from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.engine import Simulation
@@ -50,3 +51,27 @@ def test_without_preemption_the_gang_waits_for_the_elastic_job() -> None:
     _, jobs = run("gang-fifo-backfill")
     assert jobs["a"]["endTime"] == pytest.approx(WORK / R4)
     assert jobs["b"]["startTime"] == pytest.approx(WORK / R4)
+
+
+def test_a_queue_s_lent_workers_do_not_count_against_its_share() -> None:
+    """8 GPUs, three queues of weight 1. a (queue q1, elastic 1 to 4, arrives at 900) and b (q2, elastic 1 to 4,
+    from 0) hold 4 GPUs each. At 1000 c (q1, 2 GPUs) and d (q3, 4 GPUs) arrive: each queue deserves 8/3 GPUs.
+    a is at las level 0 as c is, so c cannot take a's workers; q1 holds 4 GPUs, above its share, but 3 of them
+    are a's lent workers: counting them out, q1 is within its share and c reclaims 2 of b's (level 1) workers,
+    while d's gang of 4 cannot be made whole from what q2 may give."""
+    node = make_node("node-0", resources={"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"})
+    queues = tuple(o.Queue(o.ObjectMeta(name=q, namespace="")) for q in ("q1", "q2", "q3"))
+    arrivals = (
+        JobArrival(0.0, gang_job("b", "q2", 2, checkpoint=0.0, elastic=Elastic(1, 4, "medium")), WORK),
+        JobArrival(900.0, gang_job("a", "q1", 2, checkpoint=0.0, elastic=Elastic(1, 4, "medium")), WORK),
+        JobArrival(1000.0, gang_job("c", "q1", 2, checkpoint=0.0), 500.0),
+        JobArrival(1000.0, gang_job("d", "q3", 4, checkpoint=0.0), 500.0),
+    )
+    sim = Simulation(Cluster((node,), queues, ()), Workload(arrivals), Scheduler(load_policy("caldera-default")))
+    sim.run()
+    jobs = {str(row["name"]): row for row in build(sim)["jobs"]}
+    assert jobs["c"]["startTime"] == pytest.approx(1000.0)  # counting a's lent workers, it would wait to 1712.5
+    by_c = [e.object for e in sim.plane.events if e.kind == "Reclaim" and e.message.endswith("by default/c")]
+    assert sorted(by_c) == ["b-worker-0", "b-worker-1"]
+    # d waits until a reaches level 1 (3,250 GPU-seconds on 4 GPUs from 900) and gives it its workers too.
+    assert jobs["d"]["startTime"] == pytest.approx(900.0 + 3250.0 / 4)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from caldera import __version__
 from caldera.core.resources import GPU
+from caldera.sim import speedup
 from caldera.sim.compare import PolicyRun, job_gpus
 from caldera.sim.costs import FREE, Costs
 from caldera.sim.metrics import SIZE_CLASSES, size_class
@@ -223,10 +224,12 @@ def work_gpu_hours(inputs: Inputs) -> float:
     """The GPU-hours the workload's jobs run for if nothing is lost: Σ GPUs × run time (jobs with an end)."""
     total = 0.0
     for a in inputs.workload.jobs:
+        submitted = speedup.reference_of(a.job.metadata.annotations)
         for t in a.job.spec.tasks:
             duration, _ = a.run_of(t.name)
             if duration is not None:
-                total += t.replicas * t.template.spec.requests().get(GPU, 0.0) / 1000.0 * duration
+                replicas = t.replicas if submitted is None else submitted  # an elastic job's duration is on these
+                total += replicas * t.template.spec.requests().get(GPU, 0.0) / 1000.0 * duration
     return total / 3600.0
 
 

@@ -33,6 +33,7 @@ Large, ImageNet for XLarge, whose larger batches scale further): 256, 1,024,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 GPUS_PER_NODE = 8  # the reference placement: n₀ workers on ⌈n₀ / 8⌉ nodes (preset philly-64's nodes)
@@ -87,7 +88,16 @@ class Speedup:
         return next(n for n, g in enumerate(goodputs, start=1) if g >= 0.95 * top)
 
 
-def from_annotations(annotations: dict[str, str]) -> Speedup | None:
+def reference_of(annotations: Mapping[str, str]) -> int | None:
+    """n₀ of a job made elastic from a trace (its annotation), else None."""
+    raw = annotations.get(REFERENCE)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def from_annotations(annotations: Mapping[str, str]) -> Speedup | None:
     """The job's model from its annotations; None when it has none (or they do not parse)."""
     name, raw = annotations.get(MODEL), annotations.get(REFERENCE)
     if name is None or raw is None or name not in CLASS_NOISE:
