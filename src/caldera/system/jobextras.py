@@ -17,6 +17,7 @@ removed once nothing runs in them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -180,9 +181,11 @@ class JobExtras:
         owned = self._owned_prefixes()
         unowned: dict[str, dict[str, str]] = {}
         for namespace in namespaces:
-            where = self.home / "pods" / namespace
-            names = [d.name for d in where.iterdir() if d.is_dir()] if where.is_dir() else []
-            prefixes = {name: _task_prefix(name) for name in names}
+            try:
+                with os.scandir(self.home / "pods" / namespace) as entries:  # no stat per entry
+                    prefixes = {e.name: _task_prefix(e.name) for e in entries if e.is_dir(follow_symlinks=False)}
+            except FileNotFoundError:
+                prefixes = {}
             unowned[namespace] = {
                 name: prefix
                 for name, prefix in prefixes.items()
