@@ -64,10 +64,20 @@ def peak_demand() -> tuple[int, float]:
     return peak, sum(r.duration * r.gpus for r in rows) / span
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
 def _save_parts(parts: list[Part]) -> None:
     """What ran (commands, wall times, where the results are), so --text-only can rewrite the document."""
     doc = [
-        {"title": p.title, "slug": p.slug, "seeds": list(p.seeds), "runs": [[cmd, secs] for _, secs, cmd in p.runs]}
+        {
+            "title": p.title,
+            "slug": p.slug,
+            "seeds": list(p.seeds),
+            "ran": p.ran,
+            "runs": [[cmd, secs] for _, secs, cmd in p.runs],
+        }
         for p in parts
     ]
     (OUT / "runs.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -80,7 +90,7 @@ def _load_parts() -> list[Part]:
         for cmd, secs in p["runs"]:
             report = REPO / cmd.split("--report ")[1].split()[0]
             runs.append((json.loads((report / "results.json").read_text(encoding="utf-8")), secs, cmd))
-        parts.append(Part(p["title"], p["slug"], p["seeds"], runs))
+        parts.append(Part(p["title"], p["slug"], p["seeds"], runs, p.get("ran", "")))
     return parts
 
 
@@ -131,7 +141,7 @@ def main() -> None:
             out = OUT / f"{slug}-seed-{seed}"
             base = ["--policies", names, "--trace", "philly", "--sample", "pollux", "--seed", str(seed)]
             runs.append(compare([*base, *extra], out))
-        parts.append(Part(title, slug, args.seeds, runs))
+        parts.append(Part(title, slug, args.seeds, runs, _now()))
     if args.only and "full" in kept and "full" not in args.only:
         parts.append(kept["full"])
         args.skip_full = True
@@ -141,7 +151,7 @@ def main() -> None:
             ["--policies", full_policies, "--trace", "philly", "--cluster", "preset:philly-full", *costs],
             OUT / "full",
         )
-        parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run]))
+        parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run], _now()))
     _save_parts(parts)
     write_study(DOC, parts, available_policies(), peak_demand())
     print(f"wrote {DOC.relative_to(REPO)}", file=sys.stderr)
