@@ -395,7 +395,9 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
         text += [
             "Parts without a run date were not rerun when elastic jobs, Volcano's second preempt phase and "
             "proportion.borrow's lent workers came: none of them changes what a policy does with jobs of fixed "
-            "size whose tasks share one priority, as every trace job here is.",
+            "size whose tasks share one priority, as every trace job here is. Their results.json files got the "
+            "median run time per size class (medianRunByClass, a property of the sample, not of a run) from the "
+            "same samples, for the wait goal.",
             "",
         ]
     text += [FOOTER]
