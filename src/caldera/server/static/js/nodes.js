@@ -5,7 +5,7 @@
 // cards are drawn at once and the rest in the next tasks; a reload draws again only the cards of nodes
 // that changed.
 
-import { getJSON } from "./api.js";
+import { firstData, getJSON } from "./api.js";
 import { GPU, RESOURCE_NAMES, amount, bar, colour, h, jobHref, main, phaseBadge, quantity, replace, showError } from "./dom.js";
 import { follow } from "./live.js";
 
@@ -21,7 +21,7 @@ let filling = null; // the timer of the first draw's next batch
 replace(main(), h("div", { class: "row" }, h("h1", {}, "Nodes"), h("span", { class: "spacer" }), summary), grid);
 
 async function load() {
-  const view = await getJSON(`/api/v1/allocations?podsUpTo=${FOLD}`);
+  const view = firstData() ?? (await getJSON(`/api/v1/allocations?podsUpTo=${FOLD}`));
   render(view.items);
   return view.resourceVersion;
 }

@@ -1,7 +1,8 @@
 // Timeline: pods on nodes over time, so gang starts, preemptions and restarts can be seen. From
-// /api/v1/timeline (the stored event history), loaded again when pods change; the present moves on.
+// /api/v1/timeline (the stored event history; as columns, a few times smaller than one object per
+// run, the first in the page itself), loaded again when pods change; the present moves on.
 
-import { getJSON } from "./api.js";
+import { firstData, getJSON } from "./api.js";
 import { h, jobHref, main, replace } from "./dom.js";
 import { gantt } from "./gantt.js";
 import { follow } from "./live.js";
@@ -39,11 +40,24 @@ replace(main(),
 async function load() {
   const back = windowSeconds === FIT ? 86400 : windowSeconds;
   const since = back ? Date.now() / 1000 - back : null;
-  const view = await getJSON(`/api/v1/timeline${since ? `?since=${since}` : ""}`);
-  segments = view.items;
+  const view = firstData() ?? (await getJSON(`/api/v1/timeline?format=columns${since ? `&since=${since}` : ""}`));
+  segments = runs(view);
   truncated = view.truncated;
   show();
   return view.resourceVersion;
+}
+
+// The runs of the columns form (see the server's views.timeline_columns) as one object each.
+function runs({ count, strings, t0, columns: c }) {
+  const out = new Array(count);
+  for (let i = 0; i < count; i++) {
+    out[i] = {
+      namespace: strings[c.namespace[i]], pod: strings[c.pod[i]], job: strings[c.job[i]], task: strings[c.task[i]],
+      node: strings[c.node[i]], start: t0 + c.start[i] / 1000, end: c.end[i] === null ? null : t0 + c.end[i] / 1000,
+      outcome: strings[c.outcome[i]], exitCode: c.exitCode[i], reason: strings[c.reason[i]], restart: c.restart[i] === 1,
+    };
+  }
+  return out;
 }
 
 let shown = [];
