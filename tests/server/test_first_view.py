@@ -12,7 +12,16 @@ from typing import Any
 import httpx
 import pytest
 
-from caldera.server.firstview import ELEMENT_ID, data_block
+from caldera.server.firstview import (
+    ELEMENT_ID,
+    FIRST_NODES,
+    FIRST_ROWS,
+    FIRST_RUNS,
+    data_block,
+    first_nodes,
+    first_rows,
+    first_runs,
+)
 from caldera.testing.fake_cluster import FakeCluster
 
 from .helpers import AUTH, TOKEN, LiveServer, job_manifest
@@ -96,3 +105,45 @@ def test_the_data_block_escapes_markup_and_reads_back_the_same() -> None:
     assert not set("<>&") & set(body)
     assert json.loads(body) == view
     assert data_block(None) == ""
+
+
+def _job(ns: str, name: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": ns, "name": name}}
+
+
+def test_a_long_jobs_table_comes_as_its_first_rows_in_the_pages_order() -> None:
+    names = [f"job-{i:03d}" for i in range(FIRST_ROWS + 5)]
+    table = {
+        "resourceVersion": 7,
+        "items": [_job("b", n) for n in reversed(names)] + [_job("a-b", "x"), _job("a", "x")],
+    }
+    view = first_rows(table)
+    assert view["partial"] is True and view["total"] == FIRST_ROWS + 7 and view["resourceVersion"] == 7
+    keys = [f"{j['metadata']['namespace']}/{j['metadata']['name']}" for j in view["items"]]
+    assert keys[:3] == ["a-b/x", "a/x", "b/job-000"] and len(keys) == FIRST_ROWS  # as the page sorts "ns/name"
+    short = {"items": [_job("a", "x")]}
+    assert first_rows(short) is short
+
+
+def test_a_long_timeline_comes_as_its_first_nodes_runs_each_node_whole() -> None:
+    def run(node: str, i: int) -> dict[str, Any]:
+        return {"node": node, "pod": f"p-{node}-{i}"}
+
+    per_node = FIRST_RUNS // 2 + 1
+    nodes = ["node-10", "node-2", "node-1", "gpu-0"]  # the page's order: gpu-0, node-1, node-2, node-10
+    view = first_runs({"items": [run(n, i) for n in nodes for i in range(per_node)], "truncated": False})
+    assert view["partial"] is True and view["total"] == 4 * per_node and view["nodes"] == 4
+    assert sorted({r["node"] for r in view["items"]}) == ["gpu-0", "node-1"] and len(view["items"]) == 2 * per_node
+
+
+def test_a_long_nodes_view_comes_as_its_first_nodes_with_the_whole_counts() -> None:
+    items = [{"name": f"node-{i}", "podCount": 3} for i in range(FIRST_NODES + 3)]
+    view = first_nodes({"items": items})
+    assert [n["name"] for n in view["items"]] == [f"node-{i}" for i in range(FIRST_NODES)]
+    assert (view["partial"], view["total"], view["pods"]) == (True, FIRST_NODES + 3, 3 * (FIRST_NODES + 3))
+
+
+def test_a_filtered_page_gets_no_first_rows(browser: httpx.Client, fake: FakeCluster) -> None:
+    fake.apply(job_manifest("train"))
+    assert first_data(browser.get("/jobs?phase=Running")) is None  # the page asks the API for the whole table
+    assert first_data(browser.get("/timeline?job=train")) is None

@@ -147,12 +147,18 @@ function onEvents(events) {
 
 // Every job as the table view has it now; its version is where the watch goes on from.
 async function list() {
-  const view = firstData() ?? (await getJSON("/api/v1/jobtable"));
+  return show(await getJSON("/api/v1/jobtable"));
+}
+
+// The page's first data may be the first rows only (`partial`, with the whole count): those are drawn,
+// then the whole table is read.
+function show(view) {
   jobs.clear();
   for (const job of view.items) jobs.set(keyOf(job), job);
   sorted = null;
   refilter();
   updateOptions();
+  if (view.partial) count.textContent = `${view.total} jobs`;
   return view.resourceVersion;
 }
 
@@ -178,7 +184,10 @@ replace(
 );
 
 (async () => {
-  const version = await list().catch((e) => showError(e)); // without it, the watch lists every job itself
-  ready();
+  const first = firstData();
+  if (first) show(first);
+  if (first?.partial) ready(); // the first rows are on screen; the whole table follows
+  const version = first && !first.partial ? first.resourceVersion : await list().catch((e) => showError(e));
+  ready(); // without a version, the watch lists every job itself
   watch({ kinds: ["Job"], resourceVersion: version, onEvents, onExpired: list, onState: setLive });
 })();

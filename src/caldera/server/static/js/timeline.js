@@ -3,7 +3,7 @@
 // run, the first in the page itself), loaded again when pods change; the present moves on.
 
 import { firstData, getJSON } from "./api.js";
-import { h, jobHref, main, replace } from "./dom.js";
+import { h, jobHref, main, replace, showError } from "./dom.js";
 import { gantt } from "./gantt.js";
 import { follow } from "./live.js";
 
@@ -37,12 +37,22 @@ replace(main(),
       h("span", {}, "red end: failed"), h("span", {}, "amber end: preempted, reclaimed or evicted"), h("span", {}, "red line: now"))),
   chart.el);
 
+let loads = 0; // loads started: only the latest one's answer is shown
+let partial = null; // while only the first nodes' runs are here: the whole counts {total, nodes}
+
+// The page's first data may be the runs of its first nodes only (`partial`, with the whole counts):
+// those are drawn, then the whole timeline is read at once.
 async function load() {
+  const first = firstData();
+  if (first?.partial) setTimeout(() => load().catch(showError), 0);
+  const n = ++loads;
   const back = windowSeconds === FIT ? 86400 : windowSeconds;
   const since = back ? Date.now() / 1000 - back : null;
-  const view = firstData() ?? (await getJSON(`/api/v1/timeline?format=columns${since ? `&since=${since}` : ""}`));
+  const view = first ?? (await getJSON(`/api/v1/timeline?format=columns${since ? `&since=${since}` : ""}`));
+  if (n !== loads) return view.resourceVersion;
   segments = runs(view);
   truncated = view.truncated;
+  partial = view.partial ? { total: view.total, nodes: view.nodes } : null;
   show();
   return view.resourceVersion;
 }
@@ -67,7 +77,8 @@ function show() {
   slide();
   chart.set(shown);
   const nodes = new Set(shown.map((s) => s.node)).size;
-  summary.textContent = `${shown.length} runs on ${nodes} nodes${truncated ? " (the latest only: narrow the window)" : ""}`;
+  const counts = partial && !jobFilter ? `${partial.total} runs on ${partial.nodes} nodes` : `${shown.length} runs on ${nodes} nodes`;
+  summary.textContent = `${counts}${truncated ? " (the latest only: narrow the window)" : ""}`;
 }
 
 function slide() {
