@@ -8,15 +8,18 @@ Content-Security-Policy's "no inline script" still holds); the module reads it o
 draws, and its later loads go to the API as before. The view's "resourceVersion" is where
 the page's watch starts, so nothing that changes after the page was written is missed.
 
-The data block is JSON with `<`, `>` and `&` escaped as \\u003c, \\u003e, \\u0026 (which JSON reads as the
-same characters), so no name in it can close the element or open markup.
+The data block is JSON with `<`, `>` and `&` escaped as \\u003c, \\u003e, \\u0026 (which JSON
+reads as the same characters), so no name in it can close the element or open markup.
+
 The three long pages get only what their first screen shows ("partial": true, with the whole
 counts): the jobs table its first FIRST_ROWS rows, the nodes page its first FIRST_NODES nodes,
 the timeline the runs of its first nodes (each node whole, in the page's node order, until
 FIRST_RUNS runs); the page draws them, says it is ready, and reads the whole view from the API
 at once (the jobs page's watch starts from that view's version; the others load their whole
-view again on any change anyway). Text in a page costs the browser's HTML parser more than JSON costs `JSON.parse`, so a
-few hundred kB less in the page is what makes these two fast.
+view again on any change anyway). A few hundred kB of text in a page costs the browser's HTML
+parser more than `JSON.parse` costs on the same data fetched, and the first screen needs none
+of it. A filtered jobs or timeline page (`?phase=`, `?job=`...) gets no first data: the rows
+it shows first could be any, so it asks the API for the whole view.
 
 Invariant: the block holds what the page's API request would answer (the timeline in its
 columns form), or the first part of it marked partial, for the session that asked for the
@@ -57,8 +60,9 @@ def first_view(
         "job": lambda: cluster.describe_job(params["namespace"], params["name"]),
     }
     view = views.get(module)
-    if view is None or (module == "jobs" and any(query.get(f) for f in JOB_FILTERS)) or query.get("job"):
-        return None  # a filtered page asks the API for its whole view: the first rows it shows could be any
+    filtered = {"jobs": JOB_FILTERS, "timeline": ("job",)}.get(module, ())
+    if view is None or any(query.get(f) for f in filtered):
+        return None
     try:
         return view()
     except CalderaError:  # no such job, or a cluster without the view: the page asks the API and shows why
