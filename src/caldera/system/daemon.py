@@ -86,7 +86,7 @@ class EmbeddedCluster:
         self.node_overrides = nodeconfig.with_flags(
             saved.body["spec"] if saved is not None else nodeconfig.empty(), planned, node_labels, node_taints
         )
-        self._save_node_overrides()
+        self._save_node_overrides(self.node_overrides)
         node_list = nodeconfig.apply(planned, self.node_overrides)
         gpus = GpuBook(
             {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
@@ -344,8 +344,9 @@ class EmbeddedCluster:
         def run() -> JSON:
             if name not in self._planned:
                 raise NotFound(f"node {name} not found (nodes: {', '.join(self._planned)})")
-            self.node_overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
-            self._save_node_overrides()
+            overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
+            self._save_node_overrides(overrides)  # first: a store that cannot be written changes nothing
+            self.node_overrides = overrides
             self.state.nodes_changed = True
             (node,) = nodeconfig.apply([self._planned[name]], self.node_overrides)
             self.plane.add_node(node)
@@ -426,10 +427,8 @@ class EmbeddedCluster:
         self.store.put("Config", "", "nodes", {"metadata": {"name": "nodes"}, "spec": spec})
         return planned
 
-    def _save_node_overrides(self) -> None:
-        self.store.put(
-            "Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": self.node_overrides}
-        )
+    def _save_node_overrides(self, overrides: nodeconfig.Overrides) -> None:
+        self.store.put("Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": overrides})
 
     def _adopt(self) -> None:
         """Re-attach to the pods' processes; record what happened to those that ended meanwhile."""
