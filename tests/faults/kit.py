@@ -31,12 +31,14 @@ class Daemon:
     def __init__(self, home: Path) -> None:
         self.home = home
 
-    def run(self, *args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "CALDERA_HOME": str(self.home)}
-        return subprocess.run([*CALDERA, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    def run(
+        self, *args: str, timeout: float = 180.0, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        full = {**os.environ, "CALDERA_HOME": str(self.home), **(env or {})}
+        return subprocess.run([*CALDERA, *args], env=full, capture_output=True, text=True, timeout=timeout, check=False)
 
-    def up(self, *args: str) -> None:
-        r = self.run("up", *args)
+    def up(self, *args: str, env: dict[str, str] | None = None) -> None:
+        r = self.run("up", *args, env=env)
         assert r.returncode == 0, f"caldera up → {r.returncode}\n{r.stderr}{self.log()}"
 
     def down(self) -> None:

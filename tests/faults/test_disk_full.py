@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from caldera.client import read_daemon, read_token
 from caldera.testing.waiting import wait_until
@@ -92,6 +93,7 @@ def api_client(home: Path) -> httpx.Client:
     return httpx.Client(base_url=info.url, headers={"Authorization": f"Bearer {read_token(home)}"}, timeout=60)
 
 
+@pytest.mark.trials(0.2)  # a filesystem mounted, filled, and two daemons per trial: a fifth of the count
 def test_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing_answered(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     kill_while_full = rng.random() < 0.5

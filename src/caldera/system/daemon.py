@@ -8,10 +8,9 @@ callers and starts or stops the processes the turn decided (`effects.py`). So ev
 caller sees a consistent state, what is in the store is what the loop decided, and an
 answered request survives a `kill -9` of the daemon.
 
-On start, the state is read back from the store and the pods' processes are
-adopted: those still running are watched again, the outcome of those that
-ended while no daemon watched is recorded (as if it had just happened), and a
-pod the store says runs but that has no process left is recorded as killed.
+On start, the state is read back and the pods' processes adopted (`_adopt`): running ones
+are watched again, ends that came meanwhile are recorded as if just now, a pod whose saved
+start never happened (a kill between the commit and the start) is started now.
 
 Pods the plane removed after they ran are kept for people (`EndedPods`) with how they
 ended, stored with their job's other pods, until the job is deleted.
@@ -437,6 +436,17 @@ class EmbeddedCluster:
             seen.add(ev.key)
             self._process_event(ev)
         for pod in list(self.plane.pods.values()):
-            if pod.node_name and not pod.finished and pod.key not in seen:
-                # The store says it runs but no process is left (its pod directory is gone): it was killed.
-                self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
+            if not pod.node_name or pod.finished or pod.key in seen:
+                continue
+            attempt = self.runtime.attempts.get(pod.key, 0)
+            if (ended := self.executor.past(pod.key, attempt)) is not None:
+                self._process_event(ended)  # it ended, and the daemon stopped before it saved that
+            elif pod.deletion_timestamp is not None or self.plane.is_stopping(pod.key):
+                self._process_event(ProcessEvent(pod.key, "stopped", None, attempt, self.clock.now()))
+            else:
+                # Its start was saved, then the daemon stopped before it started the process: nothing of the
+                # user's ran. Started now, as a kubelet starts a pod bound to it, under the same attempt.
+                self.runtime.attempts[pod.key] = attempt - 1
+                self.runtime.start(pod, self.plane.nodes[pod.node_name])
+                why = f"the daemon stopped between saving its start and starting it: started now (attempt {attempt})"
+                self._notify(pod.namespace, pod.name, "Started", why)
