@@ -8,9 +8,9 @@ callers and starts or stops the processes the turn decided (`effects.py`). So ev
 caller sees a consistent state, what is in the store is what the loop decided, and an
 answered request survives a `kill -9` of the daemon.
 
-On start, the state is read back and the pods' processes adopted (`_adopt`): running ones
-are watched again, ends that came meanwhile are recorded as if just now, a pod whose saved
-start never happened (a kill between the commit and the start) is started now.
+On start, the state is read back and the pods' processes adopted (`adoption.py`): running
+ones are watched again, ends that came meanwhile are recorded as if just now, a pod whose
+saved start never happened (a kill between the commit and the start) is started now.
 
 Pods the plane removed after they ran are kept for people (`EndedPods`) with how they
 ended, stored with their job's other pods, until the job is deleted.
@@ -35,6 +35,7 @@ from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
 from caldera.system.admission import check_commands, check_data, check_plugins, check_size
+from caldera.system.adoption import adopt
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.clusterviews import ClusterViews
@@ -114,7 +115,7 @@ class EmbeddedCluster:
         self.runtime.elastic_server = self.elastic.endpoint
         self.state.restore()
         self.extras.forget_orphans(self.store)
-        self._adopt()
+        adopt(self.executor, self.plane, self.runtime, self._process_event, self._notify, self.clock)
         self.extras.start()
         self.plane.settle()
         self._commit()
@@ -430,25 +431,3 @@ class EmbeddedCluster:
 
     def _save_node_overrides(self, overrides: nodeconfig.Overrides) -> None:
         self.store.put("Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": overrides})
-
-    def _adopt(self) -> None:
-        """Re-attach to the pods' processes; record what happened to those that ended meanwhile."""
-        seen: set[str] = set()
-        for ev in self.executor.adopt():
-            seen.add(ev.key)
-            self._process_event(ev)
-        for pod in list(self.plane.pods.values()):
-            if not pod.node_name or pod.finished or pod.key in seen:
-                continue
-            attempt = self.runtime.attempts.get(pod.key, 0)
-            if (ended := self.executor.past(pod.key, attempt)) is not None:
-                self._process_event(ended)  # it ended, and the daemon stopped before it saved that
-            elif pod.deletion_timestamp is not None or self.plane.is_stopping(pod.key):
-                self._process_event(ProcessEvent(pod.key, "stopped", None, attempt, self.clock.now()))
-            else:
-                # Its start was saved, then the daemon stopped before it started the process: nothing of the
-                # user's ran. Started now, as a kubelet starts a pod bound to it, under the same attempt.
-                self.runtime.attempts[pod.key] = attempt - 1
-                self.runtime.start(pod, self.plane.nodes[pod.node_name])
-                why = f"the daemon stopped between saving its start and starting it: started now (attempt {attempt})"
-                self._notify(pod.namespace, pod.name, "Started", why)
