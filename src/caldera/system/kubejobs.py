@@ -8,6 +8,10 @@ different kinds are not ordered): the job waits for it up to `GRACE` seconds. Jo
 are left alone. A spec change of a running job scales its elastic tasks; other changes are not applied (as
 in Volcano). A Job with a status (or a PodGroup or pods) a predecessor wrote is restored (`kuberestore`).
 
+New jobs are admitted in bounded batches (`admit`, about `BATCH_PODS` pods a turn, in the order they
+came): with thousands of new jobs at once (a start, a burst) the first are placed and their pods written
+while the rest wait their turn, instead of all of them being placed before anything is written.
+
 Invariant: called on the controller's loop thread only.
 """
 
@@ -32,6 +36,7 @@ log = logging.getLogger("caldera.kube")
 REJECTED = "Rejected"
 GRACE = 3.0  # seconds a new job waits for a queue or PriorityClass it names to be seen
 VOLCANO = "volcano"  # Jobs naming Volcano's scheduler are caldera's too: it replaces Volcano
+BATCH_PODS = 1024  # pods of the new jobs admitted in one turn (at least one job)
 
 
 def safely(kind: str, change: str, obj: JSON, fn: Callable[[str, str, JSON], None]) -> None:
@@ -49,6 +54,14 @@ def _may_be_on_its_way(error: FieldError) -> bool:
     return (error.path == "spec.queue" and "does not exist" in error.rule) or (
         error.path.endswith("priorityClassName") and "no PriorityClass" in error.rule
     )
+
+
+def _replicas(obj: JSON) -> int:
+    """The pods a Job asks for (at least 1), as far as its unchecked manifest says."""
+    try:
+        return max(1, sum(int(t.get("replicas") or 0) for t in obj["spec"]["tasks"]))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return 1
 
 
 class JobWatch:
@@ -70,6 +83,7 @@ class JobWatch:
         self.scheduler_name = scheduler_name
         self.clock = clock
         self.waiting: dict[str, float] = {}  # new jobs waiting for their queue or PriorityClass → since when
+        self.new: dict[str, JSON] = {}  # new Jobs not admitted yet, in the order they came
 
     def on_jobs(self, change: str, obj: JSON, pods: list[JSON] | None = None) -> None:
         """`pods`: the job's pods when the caller has them at hand (a rebuild), else they are looked up."""
@@ -77,6 +91,7 @@ class JobWatch:
         uid = str(obj["metadata"].get("uid", ""))
         current = self.plane.jobs.get(key)
         if change == "DELETED":
+            self.new.pop(key, None)
             if current is not None and current.metadata.uid == uid:
                 self.plane.delete_job(key)
                 self.pods.forget_job(uid)
@@ -94,23 +109,40 @@ class JobWatch:
         state = (obj.get("status") or {}).get("state") or {}
         if state.get("reason") == REJECTED:
             return
+        previous = job_status_from_api(obj.get("status") or {})
+        groups = self.api["podgroups"]
+        # Without the pods at hand (a watch event), the PodGroup tells: a controller makes it before any pod.
+        if previous is None and not has_children(obj, groups, pods or ()):
+            self.new[key] = obj  # parsed and admitted in its turn (`admit`)
+            return
         try:
             job = job_from_api(obj)
         except CalderaError as e:
             self.reject(obj, str(e))
             return
-        previous = job_status_from_api(obj.get("status") or {})
-        groups = self.api["podgroups"]
-        if previous is None and has_children(job, groups, self.api["pods"].values() if pods is None else pods):
+        if previous is None:
             # A predecessor made its PodGroup or pods but died before it wrote the job's status.
             now = self.clock.now()
             previous = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
-        if previous is None:
-            self.submit(job, obj)
-            return
         if pods is None:
             pods = job_pods(job, self.api["pods"].values())
         restore_job(self.plane, self.pods, self.status, groups, job, previous, pods)
+
+    def admit(self, pods: int = BATCH_PODS) -> None:
+        """Submit new jobs, in the order they came, until about `pods` pods were admitted."""
+        admitted = 0
+        while self.new and admitted < pods:
+            obj = self.new.pop(next(iter(self.new)))
+            admitted += _replicas(obj)
+            safely("jobs", "ADDED", obj, self._admit)
+
+    def _admit(self, kind: str, change: str, obj: JSON) -> None:
+        try:
+            job = job_from_api(obj)
+        except CalderaError as e:
+            self.reject(obj, str(e))
+            return
+        self.submit(job, obj)
 
     def submit(self, job: o.Job, obj: JSON) -> None:
         """Admit a new job, or refuse it. A queue or PriorityClass it names that this controller has not seen

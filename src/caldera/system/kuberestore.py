@@ -96,11 +96,15 @@ def job_pods(job: o.Job, pods: Iterable[JSON]) -> list[JSON]:
     ]
 
 
-def has_children(job: o.Job, groups: Mapping[str, JSON], pods: Iterable[JSON]) -> bool:
-    """Whether a predecessor made the job's PodGroup or pods (it may have died before writing the job's status)."""
-    if f"{job.namespace}/{podgroup_name(job)}" in groups:
+def has_children(obj: JSON, groups: Mapping[str, JSON], pods: Iterable[JSON]) -> bool:
+    """Whether a predecessor made the PodGroup or pods of the Job `obj` (it may have died before writing the
+    job's status). From the API object: a new job is not parsed before its turn to be admitted."""
+    meta = obj["metadata"]
+    uid = str(meta.get("uid", ""))
+    group = f"{meta.get('name', '')}-{uid}" if uid else str(meta.get("name", ""))  # controller.podgroup_name
+    if f"{meta.get('namespace', 'default')}/{group}" in groups:
         return True
-    return any(owned_by(p, job.metadata.uid) for p in pods)
+    return any(owned_by(p, uid) for p in pods)
 
 
 def restore_job(

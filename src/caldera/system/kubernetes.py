@@ -69,7 +69,8 @@ class Settings:
     lease_namespace: str = "default"
     identity: str = ""
     lease_times: LeaseTimes = field(default_factory=LeaseTimes)
-    workers: int = 16  # concurrent requests when writing
+    workers: int = 32  # concurrent requests when writing pods and PodGroups
+    status_workers: int = 6  # concurrent status writes (Jobs, PodGroups, Queues), not waited for
     watch_timeout: int = 300  # seconds a watch lasts before it is opened again
     read_timeout: float = 90.0  # a watch silent this long (no event, no bookmark) is dead
 
@@ -84,7 +85,9 @@ class KubeController:
         self.pods = KubePods(kube, self.pool, settings.scheduler_name, self._job_object, self._warn, self.clock.now)
         self.pods.elastic_server = settings.elastic_server
         self.plane = ControlPlane(Scheduler(), self.pods, self.clock)
-        self.status = StatusWriter(kube, self.pool)
+        self.status_pool = ThreadPoolExecutor(max_workers=settings.status_workers, thread_name_prefix="caldera-status")
+        self.group_pool = ThreadPoolExecutor(max_workers=settings.workers // 2, thread_name_prefix="caldera-groups")
+        self.status = StatusWriter(kube, self.group_pool, self.status_pool)
         self.recorder = EventRecorder(kube, settings.scheduler_name, self.identity)
         self.events = PlaneEvents(self.recorder)
         self.plane.on_event = self.events.collect
@@ -142,6 +145,8 @@ class KubeController:
                 informer.stop()
             self.recorder.close()
             self.pool.shutdown(wait=False, cancel_futures=True)
+            self.status_pool.shutdown(wait=False, cancel_futures=True)
+            self.group_pool.shutdown(wait=False, cancel_futures=True)
             if self.leading.is_set() and self.settings.leader_election and not self.lost.is_set():
                 self.elector.release()
 
@@ -172,6 +177,10 @@ class KubeController:
                 raise LeaderLost(f"{self.identity} lost the lease {self.settings.lease_namespace}/{LEASE_NAME}")
             wake = self.plane.next_wakeup()
             timeout = 1.0 if wake is None else min(1.0, max(0.0, wake - self.clock.now()))
+            if self.jobs.new:
+                timeout = 0.0  # new jobs wait for their batch: take what came, then admit the next
+            elif self.status.writing:
+                timeout = min(timeout, 0.05)  # take the results of the status writes soon
             batch: list[tuple[str, str, JSON]] = []
             try:
                 batch.append(self._inbox.get(timeout=timeout))
@@ -196,11 +205,14 @@ class KubeController:
     def _turn(self) -> None:
         if self.jobs.waiting:
             self.jobs.retry_waiting()
+        self.jobs.admit()
         self.plane.expire_ttls()
         for _ in range(100):
             self.plane.settle()
-            self.status.flush_podgroups(self.plane)  # first: a pod never exists without its group
-            if not self.pods.flush(self.plane):  # pods before statuses: binding is what waits
+            gates = self.status.flush_podgroups(self.plane)  # a pod never exists without its group
+            told = self.pods.flush(self.plane, gates)  # each job's pods once its group exists; before statuses
+            self.status.podgroups_created()
+            if not told:
                 break
         self.status.flush(self.plane)
         self.events.flush(self._pod_uid, self._job_uid)
