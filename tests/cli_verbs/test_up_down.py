@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 
 from caldera.cli.common import CliContext
 from caldera.client import pid_alive, read_daemon
+from caldera.testing.waiting import wait_until
 
 from .conftest import cli
 from .manifests import job, to_yaml
@@ -180,4 +181,74 @@ def test_a_job_on_the_embedded_cluster(home: Path) -> None:
     finally:
         down = caldera(home, "down")
     assert down.exit_code == 0 and down.stdout == "caldera is down\n"
+    assert read_daemon(home) is None
+
+
+GANG_OF_TWO_GPUS = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: pair}
+spec:
+  minAvailable: 2
+  tasks:
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - {name: main, image: none, command: [sleep, "600"], resources: {limits: {nvidia.com/gpu: 1}}}
+"""
+
+
+def test_the_daemon_schedules_with_the_policy_it_was_given(home: Path) -> None:
+    """`up --policy fifo-nogang` (kube-scheduler's pod-by-pod FIFO): half of a gang that cannot all fit runs."""
+    r = caldera(home, "up", "--gpus-per-node", "1", "--policy", "fifo-nogang", daemon="caldera.server")
+    assert r.exit_code == 0, r.stderr + (home / "daemon.log").read_text()
+    try:
+        assert caldera(home, "apply", "-f", "-", input=GANG_OF_TWO_GPUS).exit_code == 0
+
+        def phases() -> list[str]:
+            return [p["phase"] for p in json.loads(caldera(home, "get", "pair", "-o", "json").stdout)["pods"]]
+
+        wait_until(lambda: sorted(phases()) == ["Pending", "Running"], timeout=60, what="one pod of the two running")
+    finally:
+        assert caldera(home, "down").exit_code == 0
+
+
+def test_the_built_in_policy_keeps_a_gang_whole(home: Path) -> None:
+    r = caldera(home, "up", "--gpus-per-node", "1", daemon="caldera.server")
+    assert r.exit_code == 0, r.stderr + (home / "daemon.log").read_text()
+    try:
+        assert caldera(home, "apply", "-f", "-", input=GANG_OF_TWO_GPUS).exit_code == 0
+        reason = caldera(home, "describe", "pair")
+        wait_until(lambda: "NeverFits" in caldera(home, "describe", "pair").stdout, timeout=60, what="the gang refused")
+        assert reason.exit_code == 0
+        assert all(
+            p["phase"] == "Pending" for p in json.loads(caldera(home, "get", "pair", "-o", "json").stdout)["pods"]
+        )
+    finally:
+        assert caldera(home, "down").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "nope"], "--policy: unknown policy 'nope' (known: fifo-nogang, kube-default,"),
+        (["--policy", "srtf"], "--policy: srtf is the simulator's yardstick: it reads each job's run time"),
+        (["--policy", "las", "--scheduler-config", "x.yaml"], "give --policy or --scheduler-config, not both"),
+        (["--scheduler-config", "missing.yaml"], "missing.yaml: --scheduler-config: cannot read the file"),
+        (["--scheduler-config", "{bad}"], "plugin 'nosuch'"),
+    ],
+)
+def test_a_wrong_policy_is_refused_before_a_daemon_starts(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: nosuch\n')
+    monkeypatch.chdir(tmp_path)
+    r = caldera(home, "up", *[str(bad) if a == "{bad}" else a for a in args], daemon="caldera.server")
+    assert r.exit_code == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
     assert read_daemon(home) is None

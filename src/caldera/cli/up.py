@@ -20,6 +20,7 @@ from caldera.client import Client, read_daemon, read_token, running_daemon
 from caldera.client.home import LOG_FILE
 from caldera.core.errors import CalderaError
 from caldera.core.nodelabels import node_labels_flag, node_taints_flag
+from caldera.scheduler.policies import RUNNABLE, chosen_config
 from caldera.system.api import JSON
 from caldera.utils.clock import Clock
 
@@ -66,6 +67,12 @@ def _checked(
     callback=_checked(node_taints_flag),
     help="taints of every node, or of NODE (repeatable); jobs need --toleration to run there",
 )
+@click.option("--policy", metavar="NAME", help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)}")
+@click.option(
+    "--scheduler-config",
+    type=click.Path(dir_okay=False),
+    help="the scheduler's configuration, a YAML file in Volcano's format (instead of --policy)",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="address the API listens on")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="API port (0: a free one)")
 @click.option("--timeout", type=click.FloatRange(min=0), default=60.0, show_default=True, help="seconds to wait")
@@ -79,12 +86,18 @@ def up(
     elastic_server: str | None,
     node_labels: tuple[str, ...],
     node_taints: tuple[str, ...],
+    policy: str | None,
+    scheduler_config: str | None,
     host: str,
     port: int,
     timeout: float,
 ) -> None:
     """Start the caldera daemon in the background (nothing to do if it already runs)."""
     where = home(ctx).resolve()
+    try:  # refused here, before a daemon starts and fails
+        chosen_config(policy, scheduler_config)
+    except CalderaError as e:
+        fail(ctx, str(e))
     clk = clock(ctx)
     deadline = clk.now() + timeout
     if running_daemon(where) is not None:
@@ -100,6 +113,8 @@ def up(
                     " (labels and taints: `caldera node label|taint`)",
                     err=True,
                 )
+            if policy or scheduler_config:
+                click.echo("caldera: the scheduler's policy applies to a new daemon: `caldera down` first", err=True)
             return
     where.mkdir(mode=0o700, parents=True, exist_ok=True)
     args = ["--home", str(where), "--host", host, "--port", str(port)]
@@ -109,6 +124,8 @@ def up(
         ("--memory-per-node", memory_per_node),
         ("--gpus-per-node", gpus_per_node),
         ("--elastic-server", elastic_server),
+        ("--policy", policy),
+        ("--scheduler-config", str(Path(scheduler_config).resolve()) if scheduler_config else None),
     ):
         if value is not None:
             args += [flag, str(value)]

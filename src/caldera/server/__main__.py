@@ -47,6 +47,8 @@ def run(make_cluster: Callable[[Path, argparse.Namespace], ClusterAPI], argv: li
     """The daemon's life over the cluster `make_cluster(home, args)` builds and starts (tests: a fake)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.scheduler_config:  # before the chdir below
+        args.scheduler_config = os.path.abspath(args.scheduler_config)
     home = prepare_home(Path(args.home))
     os.chdir(home)  # a daemon pins no directory of the shell that started it
     try:
@@ -62,13 +64,18 @@ def run(make_cluster: Callable[[Path, argparse.Namespace], ClusterAPI], argv: li
             return 1
         with sock:
             token = load_or_create_token(home)
-            cluster = make_cluster(home, args)
+            try:
+                cluster = make_cluster(home, args)
+            except CalderaError as e:  # a wrong --policy or --scheduler-config, named by the error
+                print(f"caldera: error: {e}", file=sys.stderr)
+                return 1
             serve(cluster, token, home, sock, _url(args.host, sock.getsockname()[1]))
     return 0
 
 
 def _embedded_cluster(home: Path, args: argparse.Namespace) -> ClusterAPI:
     # The wiring is imported only when a daemon really starts.
+    from caldera.scheduler.policies import chosen_config
     from caldera.system.daemon import EmbeddedCluster
 
     cluster = EmbeddedCluster(
@@ -80,6 +87,7 @@ def _embedded_cluster(home: Path, args: argparse.Namespace) -> ClusterAPI:
         elastic_server=args.elastic_server,
         node_labels=args.node_labels,
         node_taints=args.node_taints,
+        scheduler=chosen_config(args.policy, args.scheduler_config),
     )
     cluster.start()
     return cluster
@@ -150,6 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--node-taints", action="append", default=[], help="[NODE:]K[=V]:EFFECT[,...]: taints of every node, or one"
     )
+    p.add_argument("--policy", help="the scheduler's policy: a shipped one by name (default: the built-in one)")
+    p.add_argument("--scheduler-config", help="the scheduler's configuration: a YAML file in Volcano's format")
     return p
 
 

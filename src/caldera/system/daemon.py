@@ -32,6 +32,7 @@ from caldera.core.elastic import check_scale, elastic_range, max_replicas, scale
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object
 from caldera.core.resources import GPU
+from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
 from caldera.system.admission import check_commands, check_data, check_plugins, check_size
@@ -73,6 +74,7 @@ class EmbeddedCluster:
         elastic_server: str | None = None,
         node_labels: Sequence[str] = (),
         node_taints: Sequence[str] = (),
+        scheduler: SchedulerConfig | None = None,
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
@@ -94,7 +96,7 @@ class EmbeddedCluster:
         )
         self.runtime = LocalRuntime(home, self.held, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
-        self.plane = ControlPlane(Scheduler(), self.runtime, self.clock, RestartBackoff())  # as the kubelet
+        self.plane = ControlPlane(Scheduler(scheduler), self.runtime, self.clock, RestartBackoff())  # as the kubelet
         self.plane.add_nodes(node_list)
         self.ended = EndedPods()
         self.plane.on_pod_gone = self._pod_gone

@@ -17,7 +17,7 @@ removed once nothing runs in them.
 
 from __future__ import annotations
 
-import re
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -87,8 +87,9 @@ class JobExtras:
                 namespace, _, pod = key.partition("/")
                 self._pending.setdefault(f"{namespace}/{pod}", set()).add(pod)
                 self.executor.stop(key, grace=STRAY_GRACE)
+        owned = self._owned_prefixes()
         for where in sorted(self.home.glob("pods/*/*")):
-            if where.is_dir() and not self._owned(where.parent.name, where.name):
+            if where.is_dir() and (where.parent.name, _task_prefix(where.name)) not in owned:
                 self._stray_dirs.append(where)
         for where in sorted(self.home.glob("jobs/*/*")):
             if f"{where.parent.name}/{where.name}" not in self.plane.jobs:
@@ -112,12 +113,16 @@ class JobExtras:
 
     def sweep(self) -> None:
         jobs = self.plane.jobs
-        for key in self._known.keys() - jobs.keys():
-            job = self._known.pop(key)
-            self.tensorboards.stop(key)
+        gone = [self._known.pop(key) for key in self._known.keys() - jobs.keys()]
+        left = self._unowned_dirs({job.namespace for job in gone}) if gone else {}
+        for job in gone:
+            self.tensorboards.stop(job.key)
             pods = {pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(t.replicas)}
-            pods |= set(self.plane.job_pods.get(key, {})) | self._left_dirs(job)
-            self._pending.setdefault(key, set()).update(pods)
+            pods |= set(self.plane.job_pods.get(job.key, {}))
+            # directories of pods it had once but not now (an elastic task scaled in), none of another job
+            prefixes = {f"{job.name}-{t.name}" for t in job.spec.tasks}
+            pods |= {name for name, prefix in left.get(job.namespace, {}).items() if prefix in prefixes}
+            self._pending.setdefault(job.key, set()).update(pods)
         for key in jobs.keys() - self._known.keys():
             self.created(jobs[key])
         self.tensorboards.check(jobs.values())
@@ -167,19 +172,29 @@ class JobExtras:
 
     # ------------------------------------------------------------ helpers
 
-    def _left_dirs(self, job: o.Job) -> set[str]:
-        """Directories of pods the job had once but not now (an elastic task scaled in), none of another job."""
-        where = self.home / "pods" / job.namespace
-        names = {d.name for d in where.iterdir() if d.is_dir()} if where.is_dir() else set()
-        mine = {n for n in names if any(_pattern(job, t).fullmatch(n) for t in job.spec.tasks)}
-        return {n for n in mine if not self._owned(job.namespace, n)}
+    def _owned_prefixes(self) -> set[tuple[str, str | None]]:
+        """(namespace, `<job>-<task>`) of every task of the plane's jobs: whose pod directories are whose."""
+        return {(job.namespace, f"{job.name}-{t.name}") for job in self.plane.jobs.values() for t in job.spec.tasks}
 
-    def _owned(self, namespace: str, pod: str) -> bool:
-        for job in self.plane.jobs.values():
-            if job.namespace == namespace and any(_pattern(job, t).fullmatch(pod) for t in job.spec.tasks):
-                return True
-        return False
+    def _unowned_dirs(self, namespaces: set[str]) -> dict[str, dict[str, str]]:
+        """Per namespace, the pod directories that no job of the plane owns: name → `<job>-<task>`."""
+        owned = self._owned_prefixes()
+        unowned: dict[str, dict[str, str]] = {}
+        for namespace in namespaces:
+            try:
+                with os.scandir(self.home / "pods" / namespace) as entries:  # no stat per entry
+                    prefixes = {e.name: _task_prefix(e.name) for e in entries if e.is_dir(follow_symlinks=False)}
+            except FileNotFoundError:
+                prefixes = {}
+            unowned[namespace] = {
+                name: prefix
+                for name, prefix in prefixes.items()
+                if prefix is not None and (namespace, prefix) not in owned
+            }
+        return unowned
 
 
-def _pattern(job: o.Job, task: o.TaskSpec) -> re.Pattern[str]:
-    return re.compile(rf"{re.escape(job.name)}-{re.escape(task.name)}-\d+")
+def _task_prefix(pod: str) -> str | None:
+    """`<job>-<task>` of a pod named `<job>-<task>-<index>` (its index in decimal digits); None for other names."""
+    head, dash, index = pod.rpartition("-")
+    return head if dash and index.isdecimal() else None

@@ -35,6 +35,9 @@ POLICIES = (
     "srtf-gpu",
 )
 
+ORACLES = ("srtf", "srtf-gpu")  # they read each job's run time: only the simulator knows it
+RUNNABLE = tuple(p for p in POLICIES if p not in ORACLES)
+
 
 class UnknownPolicy(CalderaError):
     """Neither a shipped policy's name nor a file."""
@@ -59,3 +62,32 @@ def load_policy(name_or_path: str) -> SchedulerConfig:
             raise ValidationError([FieldError("", f"cannot read the policy file: {e}")], name_or_path) from None
         return parse_config(text, name_or_path)
     return parse_config(policy_text(name_or_path), name_or_path)  # raises UnknownPolicy, naming the policies
+
+
+def chosen_config(policy: str | None, config_file: str | None) -> SchedulerConfig | None:
+    """What a real cluster's `--policy NAME` or `--scheduler-config FILE` ask for (None: neither, the built-in default).
+
+    Raises a CalderaError naming the flag, the file and the rule when the choice is wrong."""
+    if policy and config_file:
+        raise ValidationError([FieldError("--policy", "give --policy or --scheduler-config, not both")])
+    if policy:
+        if policy in ORACLES:
+            raise ValidationError(
+                [
+                    FieldError(
+                        "--policy", f"{policy} is the simulator's yardstick: it reads each job's run time, unknown here"
+                    )
+                ]
+            )
+        if policy not in POLICIES:
+            raise UnknownPolicy(f"--policy: unknown policy {policy!r} (known: {', '.join(RUNNABLE)})")
+        return load_policy(policy)
+    if config_file:
+        try:
+            text = Path(config_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValidationError(
+                [FieldError("--scheduler-config", f"cannot read the file: {e}")], config_file
+            ) from None
+        return parse_config(text, config_file)
+    return None
