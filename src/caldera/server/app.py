@@ -114,7 +114,7 @@ def create_app(
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
     app.add_middleware(BearerAuth, token=token)
-    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock())
+    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock(), cluster=cluster)
     app.add_middleware(BodyLimit)  # added last, so it runs first: no body over the limit is read, by anyone
     return app
 
