@@ -117,7 +117,11 @@ class Simulation:
             return self._run()
         finally:
             if paused:
+                # What the run made sits in the youngest generation: moved to the oldest one untraversed,
+                # or the collection the next allocation sets off would go through all of it.
+                gc.freeze()
                 gc.enable()
+                gc.unfreeze()
 
     def _run(self) -> ControlPlane:
         heap = self._heap
