@@ -30,7 +30,12 @@ every pod is bound (a watch on the pods sees it). Figures:
 - all bound: last binding − start (s);
 - gang p50 / p99: per job (a gang, or a single pod), its last pod's binding − start (every job
   exists at the start);
-- CPU: user + system seconds of the contender's processes over the run (Volcano: both).
+- CPU: user + system seconds of the contender's processes over the run (Volcano: both);
+- new job → bound p50 / max: then, with the contender idle and the workload's pods still running,
+  `PROBES` more jobs of the workload's size, one after the other: from just before the Job is created
+  (kube-scheduler: before its pods are created, 16 at a time) to when the watch sees the last of its
+  pods bound (the client's clock, not the API server's 1-second stamps). This is the latency a user
+  sees when submitting to a running cluster; the figures above are a burst's throughput.
 
     python benchmarks/kube_schedulers.py [--nodes 1000,5000] [--workloads pods,gangs]
         [--contenders kube-scheduler,volcano,caldera] [--scale 1.0]
@@ -51,7 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from caldera.backends.kube.client import JSON, KubeError, resource_path
+from caldera.backends.kube.client import JSON, resource_path
 from caldera.testing.kube import (
     ControlPlane,
     FakeNode,
@@ -72,6 +77,7 @@ VOLCANO_JOBS = resource_path("batch.volcano.sh/v1alpha1", "jobs", namespace=NAME
 QUEUES = resource_path("scheduling.volcano.sh/v1beta1", "queues")
 WORKLOADS = {"pods": (10_000, 1), "gangs": (150, 64)}  # jobs, pods per job
 TIMEOUT = 3600.0
+PROBES = 10  # jobs created one by one after the workload, for the new job → bound latency
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,30 +91,34 @@ class Result:
     job_p50: float
     job_p99: float
     cpu: float
+    probe_p50: float
+    probe_max: float
 
 
 def container() -> JSON:
     return {"name": "main", "image": "trainer:1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
 
 
-def plain_pod(job: int, index: int) -> JSON:
+def plain_pod(job: int | str, index: int) -> JSON:
+    name = job if isinstance(job, str) else f"job{job}"
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"job{job}-{index}", "labels": {"bench-job": f"job{job}"}},
+        "metadata": {"name": f"{name}-{index}", "labels": {"bench-job": name}},
         "spec": {"restartPolicy": "Never", "containers": [container()]},
     }
 
 
-def volcano_job(job: int, size: int) -> JSON:
+def volcano_job(job: int | str, size: int) -> JSON:
+    name = job if isinstance(job, str) else f"job{job}"
     template = {
-        "metadata": {"labels": {"bench-job": f"job{job}"}},
+        "metadata": {"labels": {"bench-job": name}},
         "spec": {"restartPolicy": "Never", "containers": [container()]},
     }
     manifest = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
-        "metadata": {"name": f"job{job}"},
+        "metadata": {"name": name},
         "spec": {"minAvailable": size, "tasks": [{"name": "w", "replicas": size, "template": template}]},
     }
     return volcano_job_defaults(manifest)
@@ -148,11 +158,14 @@ CONTENDERS: dict[str, Callable[[ControlPlane, int, int], Callable[[], list[Proce
 
 
 class BindWatch:
-    """Counts the workload's bound pods from a watch, and says when there are `total`."""
+    """Counts the workload's bound pods from a watch, and says when there are `total`; notes when each
+    pod was first seen bound, by job (its `bench-job` label)."""
 
     def __init__(self, plane: ControlPlane, total: int) -> None:
         self.plane, self.total = plane, total
         self.bound: set[str] = set()
+        self.by_job: dict[str, list[float]] = {}  # job → when each of its pods was seen bound
+        self.changed = threading.Condition()
         self.done = threading.Event()
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -165,14 +178,31 @@ class BindWatch:
             while not self._stop.is_set():
                 for kind, pod in self.plane.kube.watch(PODS, resource_version=self._version, timeout_seconds=30):
                     self._version = pod["metadata"]["resourceVersion"]
-                    if kind in ("ADDED", "MODIFIED") and pod["spec"].get("nodeName"):
-                        self.bound.add(pod["metadata"]["name"])
+                    if kind not in ("ADDED", "MODIFIED") or not pod["spec"].get("nodeName"):
+                        continue
+                    name = pod["metadata"]["name"]
+                    if name not in self.bound:
+                        with self.changed:
+                            self.bound.add(name)
+                            job = (pod["metadata"].get("labels") or {}).get("bench-job", "")
+                            self.by_job.setdefault(job, []).append(time.time())
+                            self.changed.notify_all()
                         if len(self.bound) >= self.total:
                             self.done.set()
-                            return
-        except KubeError as e:
+        except Exception as e:  # the run fails with it, not silently
             self.error = e
             self.done.set()
+            with self.changed:
+                self.changed.notify_all()
+
+    def all_bound(self, job: str, size: int, timeout: float) -> float:
+        """When the last of `job`'s `size` pods was seen bound (time.time())."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: len(self.by_job.get(job, ())) >= size or self.error, timeout):
+                raise SystemExit(f"{job}: {len(self.by_job.get(job, ()))} of {size} pods bound in {timeout:g}s")
+            if self.error is not None:
+                raise SystemExit(f"{job}: {self.error}")
+            return max(self.by_job[job][:size])
 
     def stop(self) -> None:
         self._stop.set()
@@ -203,8 +233,9 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
         if not watch.done.wait(TIMEOUT) or watch.error is not None:
             raise SystemExit(f"{contender}: {len(watch.bound)} of {total} pods bound ({watch.error or 'timed out'})")
         cpu = sum(p.cpu_seconds() for p in processes)
+        probes = [probe(plane, watch, contender, f"probe{i}", size) for i in range(PROBES)]
         watch.stop()
-        pods, _ = plane.kube.list_all(PODS)
+        pods = [p for p in plane.kube.list_all(PODS)[0] if p["metadata"]["labels"]["bench-job"].startswith("job")]
     binds = [bind_time(p) - t0 for p in pods]
     per_job: dict[str, float] = {}
     for pod, at in zip(pods, binds, strict=True):
@@ -215,7 +246,18 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
     return Result(
         nodes, workload, contender, total, total / last if last > 0 else float("inf"), last,
         statistics.median(latencies), latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))], cpu,
+        statistics.median(probes), max(probes),
     )  # fmt: skip
+
+
+def probe(plane: ControlPlane, watch: BindWatch, contender: str, name: str, size: int) -> float:
+    """Seconds from creating one more job (kube-scheduler: its pods) to all of its pods bound."""
+    t0 = time.time()
+    if contender == "kube-scheduler":
+        create_all(plane, PODS, (plain_pod(name, i) for i in range(size)))
+    else:
+        plane.kube.create(VOLCANO_JOBS, volcano_job(name, size))
+    return watch.all_bound(name, size, TIMEOUT) - t0
 
 
 def main() -> None:
@@ -230,15 +272,19 @@ def main() -> None:
     if "volcano" in contenders and not find_tools().has_volcano():
         print("volcano: left out, its binaries are not built (docs/kubernetes-harness.md, Volcano)")
         contenders.remove("volcano")
-    print("| nodes | workload | contender | pods | pods bound/s | all bound (s) | job p50 / p99 (s) | CPU (s) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| nodes | workload | contender | pods | pods bound/s | all bound (s) | job p50 / p99 (s) | CPU (s) "
+        "| new job → bound p50 / max (s) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for nodes in (max(1, round(int(n) * args.scale)) for n in args.nodes.split(",")):
         for workload in args.workloads.split(","):
             for contender in contenders:
                 r = run(nodes, workload, contender, args.scale)
                 print(
                     f"| {r.nodes:,} | {r.workload} | {r.contender} | {r.pods:,} | {r.pods_per_second:,.0f} | "
-                    f"{r.all_bound:.0f} | {r.job_p50:.0f} / {r.job_p99:.0f} | {r.cpu:.1f} |",
+                    f"{r.all_bound:.0f} | {r.job_p50:.0f} / {r.job_p99:.0f} | {r.cpu:.1f} | "
+                    f"{r.probe_p50:.2f} / {r.probe_max:.2f} |",
                     flush=True,
                 )
 

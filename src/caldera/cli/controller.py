@@ -78,6 +78,7 @@ def controller(
         level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("httpx").setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)  # a line per request
     config = _config(str(kubeconfig) if kubeconfig else None, context)
     times = LeaseTimes(
         lease_duration=lease_duration, renew_deadline=lease_duration * 0.7, retry_period=min(2.0, lease_duration / 5)

@@ -23,9 +23,10 @@ create is tried again after `RETRY` seconds, with one FailedCreate event.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +124,11 @@ class KubePods:
 
     # ------------------------------------------------------------ writing
 
-    def flush(self, plane: ControlPlane) -> bool:
-        """Write the plane's wishes; True if the plane was told something (settle it again)."""
+    def flush(self, plane: ControlPlane, gates: Mapping[str, Future[JSON]] | None = None) -> bool:
+        """Write the plane's wishes; True if the plane was told something (settle it again).
+
+        `gates`: job key → the creation of its PodGroup, under way: that job's pods are created once it
+        succeeded (as soon as it did, while other groups are still being created), never if it failed."""
         told = False
         deletes = [(k, g) for k, g in self.pending.delete.items()]
         self.pending.delete.clear()
@@ -164,7 +168,7 @@ class KubePods:
                 if same:
                     plane.pod_stopped(gone)
                     told = True
-        for (pod, _), result in zip(creates, self._parallel(self._create, creates), strict=True):
+        for (pod, _), result in zip(creates, self._create_all(creates, gates or {}), strict=True):
             self._created(plane, pod, result)
         binds = [(k, n) for k, n in self.pending.bind.items() if self._written(plane, k) and not self.api[k].node]
         self.pending.bind.clear()
@@ -279,6 +283,37 @@ class KubePods:
             grace_period_seconds=grace,
             preconditions={"uid": uid} if uid else None,
         )
+
+    def _create_all(self, creates: list[tuple[o.Pod, JSON]], gates: Mapping[str, Future[JSON]]) -> list[Any]:
+        """Create the pods, each once its job's PodGroup exists: each created pod, or the KubeError."""
+
+        def call(item: tuple[o.Pod, JSON]) -> Any:
+            try:
+                return self._create(item)
+            except KubeError as e:
+                return e
+
+        futures: list[Future[Any]] = []
+        for item in creates:
+            gate = gates.get(item[0].job_key)
+            if gate is None:
+                futures.append(self.pool.submit(call, item))
+                continue
+            chained: Future[Any] = Future()
+            gate.add_done_callback(functools.partial(self._after_group, chained, call, item))
+            futures.append(chained)
+        return [f.result() for f in futures]
+
+    def _after_group(
+        self, chained: Future[Any], call: Callable[[Any], Any], item: tuple[o.Pod, JSON], gate: Future[JSON]
+    ) -> None:
+        """Runs when the PodGroup's creation ended: the pod's creation is sent (or fails with the group's)."""
+        error = gate.exception()
+        if error is not None:
+            chained.set_result(error if isinstance(error, KubeError) else KubeError(f"its PodGroup: {error}"))
+            return
+        inner = self.pool.submit(call, item)
+        inner.add_done_callback(lambda f: chained.set_result(f.result()))
 
     def _parallel(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         """fn over items on the pool: each result, or the KubeError it raised."""

@@ -4,7 +4,8 @@ The Job's spec and the status a previous controller wrote, its PodGroup (`<job>-
 phase and conditions, and its pods (those whose ownerReference is this Job's uid) rendered again
 from the job as the controller created them, with what the API server knows of each: node,
 phase, exit code, deletion. Nothing is recorded as happening: the plane re-syncs the job, as after
-any change, and the scheduler binds only what is still unbound.
+any change, and the scheduler binds only what is still unbound. `restore_job` puts it back into the plane and
+tells the pod and status writers what already exists.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from typing import Any
 from caldera.backends.kube.convert import from_time, pod_exit_code
 from caldera.controller import make_pod, make_podgroup, podgroup_name
 from caldera.core import objects as o
+from caldera.core.elastic import with_elastic_defaults
 from caldera.scheduler.state import ClusterState
+from caldera.system.control import ControlPlane
+from caldera.system.kubepods import KubePods
+from caldera.system.kubestatus import StatusWriter
 
 JSON = dict[str, Any]
 
@@ -79,3 +84,48 @@ def restored_pods(job: o.Job, pods: Iterable[JSON], state: ClusterState) -> list
         )
         out.append((pod, body))
     return out
+
+
+def job_pods(job: o.Job, pods: Iterable[JSON]) -> list[JSON]:
+    """The pods labelled with the job's name in its namespace (whichever incarnation made them)."""
+    return [
+        p
+        for p in pods
+        if p["metadata"].get("namespace") == job.namespace
+        and (p["metadata"].get("labels") or {}).get(o.JOB_NAME_KEY) == job.name
+    ]
+
+
+def has_children(obj: JSON, groups: Mapping[str, JSON], pods: Iterable[JSON]) -> bool:
+    """Whether a predecessor made the PodGroup or pods of the Job `obj` (it may have died before writing the
+    job's status). From the API object: a new job is not parsed before its turn to be admitted."""
+    meta = obj["metadata"]
+    uid = str(meta.get("uid", ""))
+    group = f"{meta.get('name', '')}-{uid}" if uid else str(meta.get("name", ""))  # controller.podgroup_name
+    if f"{meta.get('namespace', 'default')}/{group}" in groups:
+        return True
+    return any(owned_by(p, uid) for p in pods)
+
+
+def restore_job(
+    plane: ControlPlane,
+    writer: KubePods,
+    status: StatusWriter,
+    groups: Mapping[str, JSON],
+    job: o.Job,
+    job_status: o.JobStatus,
+    pods: Iterable[JSON],
+) -> None:
+    """A job a previous controller handled: back into the plane with its PodGroup and pods, and what the API
+    server holds of them noted as written (so nothing is created, bound or patched again)."""
+    with_elastic_defaults(job)  # as `submit` does: the predecessor ran the job with them
+    job.status = job_status
+    group = groups.get(f"{job.namespace}/{podgroup_name(job)}")
+    if group is not None:
+        status.adopt_podgroup(group)
+    pg = restored_podgroup(job, groups)
+    found = restored_pods(job, pods, plane.state)
+    for _, body in found:
+        writer.adopt(body)
+    plane.restore(job, pg, [(pod, 0) for pod, _ in found])
+    status.adopt_job_status(job)

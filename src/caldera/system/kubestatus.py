@@ -1,13 +1,20 @@
 """Status written back to the API server: Jobs, PodGroups (created, updated, deleted) and Queues.
 
 After the control plane settled, `flush_podgroups(plane)` (before pods are written) and
-`flush(plane)` (after) write what changed since the last flush, many requests at once: the `status` subresource of each Job whose status changed (a
-merge patch), each PodGroup the plane made (created, owned by its Job, before any pod of it)
-or changed or dropped, and each Queue whose counts or state changed. What was written is
-remembered, so an idle turn writes nothing; a failed write is tried again at the next flush.
+`flush(plane)` (after) write what changed since the last flush, many requests at once: the `status`
+subresource of each Job whose status changed (a merge patch), each PodGroup the plane made (created,
+owned by its Job, before any pod of it) or changed or dropped, and each Queue whose counts or state
+changed. What was written is remembered, so an idle turn writes nothing; a failed write is tried
+again at the next flush.
+
+Only PodGroup creations are waited for (pods need their group). Status writes (Jobs, PodGroups,
+Queues) are sent on their own pool, of fewer threads, and not waited for: their results are taken
+at the next flush, so the loop goes on placing and binding while they are written, and they never
+take all of the API server's attention from bindings.
 
 Invariant: a Job's status in the API server is one the plane held (never a mixture of two
-turns), and a PodGroup exists in the API server before any pod that names it is created.
+turns); at most one write per object is in flight (never two racing); a PodGroup exists in the
+API server before any pod that names it is created.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from caldera.backends.kube.client import JSON, KubeClient, KubeError, NotFound, resource_path
@@ -30,9 +37,13 @@ QUEUES = (o.SCHEDULING_API, "queues")
 
 
 class StatusWriter:
-    def __init__(self, kube: KubeClient, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, kube: KubeClient, pool: ThreadPoolExecutor, status_pool: ThreadPoolExecutor) -> None:
         self.kube = kube
-        self.pool = pool
+        self.pool = pool  # PodGroup creations, waited for
+        self.status_pool = status_pool  # status writes, not waited for
+        # (kind, key) → the write in flight and what to do with its result (on the loop thread)
+        self._inflight: dict[tuple[str, str], tuple[Future[Any], Callable[[Any], None]]] = {}
+        self._creating: list[tuple[o.PodGroup, tuple[str, int, str], Future[JSON]]] = []
         self._jobs: dict[str, tuple[object, JSON]] = {}  # job key → (the status object, what was written)
         self._groups: dict[str, tuple[str, int, str]] = {}  # podgroup key → (phase, conditions, last reason) written
         self._group_uids: dict[str, str] = {}  # podgroup key → uid in the API server
@@ -59,40 +70,77 @@ class StatusWriter:
         self._jobs.pop(key, None)
         self.rejected.pop(key, None)
 
-    def flush_podgroups(self, plane: ControlPlane) -> None:
-        """PodGroups made, changed or dropped: first, so that a pod never exists without its group."""
-        self._podgroups(plane)
+    def flush_podgroups(self, plane: ControlPlane) -> dict[str, Future[JSON]]:
+        """PodGroups made, changed or dropped: first, so that a pod never exists without its group.
+
+        The creations are sent, not waited for: job key → the creation of its PodGroup, for the pods to wait
+        on (each job's pods go as soon as its group exists); `podgroups_created()` takes their results."""
+        self.collect()
+        return self._podgroups(plane)
+
+    def podgroups_created(self) -> None:
+        """Wait for the PodGroup creations `flush_podgroups` sent, and note what was made."""
+        creating, self._creating = self._creating, []
+        for pg, seen, future in creating:
+            try:
+                result = future.result()
+            except KubeError as e:
+                log.warning("creating podgroup %s failed: %s", pg.key, e)
+                continue
+            self._group_uids[pg.key] = str(result["metadata"].get("uid", ""))
+            self._groups[pg.key] = seen  # written with the object: no update needed for it
 
     def flush(self, plane: ControlPlane) -> None:
         """Everything else: the status of Jobs and Queues."""
+        self.collect()
         self._job_statuses(plane)
         self._queue_statuses(plane)
 
+    @property
+    def writing(self) -> int:
+        """Status writes in flight."""
+        return len(self._inflight)
+
+    def collect(self) -> None:
+        """Take the results of the status writes that ended (on the loop thread)."""
+        for key, (future, done) in list(self._inflight.items()):
+            if future.done():
+                del self._inflight[key]
+                try:
+                    result: Any = future.result()
+                except KubeError as e:
+                    result = e
+                done(result)
+
+    def _send(self, kind: str, key: str, fn: Callable[[], JSON], done: Callable[[Any], None]) -> None:
+        """Write in the background; `done(result or KubeError)` runs at a later `collect`."""
+        self._inflight[(kind, key)] = (self.status_pool.submit(fn), done)
+
+    def _busy(self, kind: str, key: str) -> bool:
+        return (kind, key) in self._inflight
+
     # ------------------------------------------------------------ podgroups
 
-    def _podgroups(self, plane: ControlPlane) -> None:
+    def _podgroups(self, plane: ControlPlane) -> dict[str, Future[JSON]]:
         live = {pg.key: (job_key, pg) for job_key, pg in plane.podgroups.items()}
-        creates = [(jk, pg) for key, (jk, pg) in live.items() if key not in self._group_uids]
-        for (_, pg), result in zip(creates, self._parallel(self._create_group, creates, plane), strict=True):
-            if isinstance(result, Exception):
-                log.warning("creating podgroup %s failed: %s", pg.key, result)
-                continue
-            self._group_uids[pg.key] = str(result["metadata"].get("uid", ""))
-        updates = []
-        for key, (_, pg) in live.items():
+        gates: dict[str, Future[JSON]] = {}
+        for key, (job_key, pg) in live.items():
             if key not in self._group_uids:
+                future = self.pool.submit(self._create_group, (job_key, pg), plane)
+                self._creating.append((pg, _seen(pg), future))
+                gates[job_key] = future
+        for key, (_, pg) in live.items():
+            if key not in self._group_uids or self._busy("podgroup", key):
                 continue
-            seen = (pg.phase, len(pg.conditions), pg.conditions[-1].reason if pg.conditions else "")
+            seen = _seen(pg)
             if self._groups.get(key) != seen:
-                updates.append((pg, seen))
-        for (pg, seen), result in zip(updates, self._parallel(self._update_group, updates, plane), strict=True):
-            if not isinstance(result, Exception) or isinstance(result, NotFound):
-                self._groups[pg.key] = seen
-        gone = [key for key in self._group_uids if key not in live]
+                self._send("podgroup", key, self._update_group(pg), self._group_updated(key, seen))
+        gone = [key for key in self._group_uids if key not in live and not self._busy("podgroup", key)]
         for key, result in zip(gone, self._parallel(self._delete_group, gone, plane), strict=True):
             if not isinstance(result, Exception) or isinstance(result, NotFound):
                 self._group_uids.pop(key, None)
                 self._groups.pop(key, None)
+        return gates
 
     def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
         job_key, pg = item
@@ -107,12 +155,19 @@ class StatusWriter:
                 raise
             return self.kube.get(f"{path}/{pg.metadata.name}")  # made by a predecessor that died before noting it
 
-    def _update_group(self, item: tuple[o.PodGroup, object], plane: ControlPlane) -> JSON:
-        pg, _ = item
+    def _update_group(self, pg: o.PodGroup) -> Callable[[], JSON]:
         # With the object, not through `/status`: Volcano's PodGroup CRD (and caldera's, of the same shape) has no
         # status subresource, so `podgroups/NAME/status` answers 404 there.
         path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace, name=pg.metadata.name)
-        return self.kube.patch(path, {"status": podgroup_status_to_api(pg)})
+        body = {"status": podgroup_status_to_api(pg)}
+        return lambda: self.kube.patch(path, body)
+
+    def _group_updated(self, key: str, seen: tuple[str, int, str]) -> Callable[[Any], None]:
+        def done(result: Any) -> None:
+            if not isinstance(result, Exception) or isinstance(result, NotFound):
+                self._groups[key] = seen
+
+        return done
 
     def _delete_group(self, key: str, plane: ControlPlane) -> JSON:
         ns, name = key.split("/", 1)
@@ -121,23 +176,29 @@ class StatusWriter:
     # ------------------------------------------------------------ jobs
 
     def _job_statuses(self, plane: ControlPlane) -> None:
-        changed: list[tuple[o.Job, JSON]] = []
         for key, job in plane.jobs.items():
             written = self._jobs.get(key)
-            if written is not None and written[0] is job.status:
+            if (written is not None and written[0] is job.status) or self._busy("job", key):
                 continue
             body = job_status_to_api(job.status, _task_counts(plane, key))
             if written is not None and written[1] == body:
                 self._jobs[key] = (job.status, body)
                 continue
-            changed.append((job, body))
-        for (job, body), result in zip(changed, self._parallel(self._patch_job, changed, plane), strict=True):
-            if isinstance(result, Exception) and not isinstance(result, NotFound):
-                log.warning("writing the status of job %s failed: %s", job.key, result)
-                continue
-            self._jobs[job.key] = (job.status, body)
+            path = resource_path(*JOBS, namespace=job.namespace, name=job.name, subresource="status")
+            self._send("job", key, _patch(self.kube, path, {"status": body}), self._job_written(plane, job, body))
         for key in [k for k in self._jobs if k not in plane.jobs]:
             del self._jobs[key]
+
+    def _job_written(self, plane: ControlPlane, job: o.Job, body: JSON) -> Callable[[Any], None]:
+        status = job.status
+
+        def done(result: Any) -> None:
+            if isinstance(result, Exception) and not isinstance(result, NotFound):
+                log.warning("writing the status of job %s failed: %s", job.key, result)
+            elif plane.jobs.get(job.key) is job:  # not a job deleted meanwhile (nor one made again under its name)
+                self._jobs[job.key] = (status, body)
+
+        return done
 
     def write_rejection(self, key: str, status: JSON) -> None:
         ns, name = key.split("/", 1)
@@ -147,19 +208,15 @@ class StatusWriter:
         except KubeError as e:
             log.warning("writing the rejection of job %s failed: %s", key, e)
 
-    def _patch_job(self, item: tuple[o.Job, JSON], plane: ControlPlane) -> JSON:
-        job, body = item
-        path = resource_path(*JOBS, namespace=job.namespace, name=job.name, subresource="status")
-        return self.kube.patch(path, {"status": body})
-
     # ------------------------------------------------------------ queues
 
     def _queue_statuses(self, plane: ControlPlane) -> None:
         counts: dict[str, Counter[str]] = {name: Counter() for name in plane.queues}
         for pg in plane.podgroups.values():
             counts.setdefault(pg.queue, Counter())[pg.phase] += 1
-        changed: list[tuple[str, JSON]] = []
         for name, queue in plane.queues.items():
+            if self._busy("queue", name):
+                continue
             c = counts.get(name, Counter())
             body = {
                 "state": queue.state,
@@ -170,14 +227,15 @@ class StatusWriter:
                 "completed": c[o.PG_COMPLETED],
             }
             if self._queues.get(name) != body:
-                changed.append((name, body))
-        for (name, body), result in zip(changed, self._parallel(self._patch_queue, changed, plane), strict=True):
+                path = resource_path(*QUEUES, name=name, subresource="status")
+                self._send("queue", name, _patch(self.kube, path, {"status": body}), self._queue_written(name, body))
+
+    def _queue_written(self, name: str, body: JSON) -> Callable[[Any], None]:
+        def done(result: Any) -> None:
             if not isinstance(result, Exception) or isinstance(result, NotFound):
                 self._queues[name] = body
 
-    def _patch_queue(self, item: tuple[str, JSON], plane: ControlPlane) -> JSON:
-        name, body = item
-        return self.kube.patch(resource_path(*QUEUES, name=name, subresource="status"), {"status": body})
+        return done
 
     # ------------------------------------------------------------ plumbing
 
@@ -191,6 +249,15 @@ class StatusWriter:
         if len(items) <= 1:
             return [call(i) for i in items]
         return list(self.pool.map(call, items))
+
+
+def _seen(pg: o.PodGroup) -> tuple[str, int, str]:
+    """What of a PodGroup's status is compared with what was written."""
+    return (pg.phase, len(pg.conditions), pg.conditions[-1].reason if pg.conditions else "")
+
+
+def _patch(kube: KubeClient, path: str, body: JSON) -> Callable[[], JSON]:
+    return lambda: kube.patch(path, body)
 
 
 def _task_counts(plane: ControlPlane, job_key: str) -> dict[str, dict[str, int]]:
