@@ -14,7 +14,7 @@ pass through a few states only. A node's value is a function of its column of th
 arrays (alloc, used, nominated and, with `future`, releasing), its schedulability and
 its static predicate verdicts, so each shape also remembers the value of every column
 it computed (`_Shape.seen`) and a changed node whose column was seen takes that value
-instead of a call to the plugins.
+instead of a call to the plugins (when few nodes changed; many are computed at once).
 
 Invariant: the answer is the node `best_node(task, feasible(task, free(future)))`
 gives, bit for bit. Fit is the same comparisons; each recomputed score is the
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 MAX_SHAPES = 256  # request shapes kept per state; the least recently asked for goes first
 RECOMPUTE_SHARE = 8  # more than 1/8 of the nodes changed: recompute them all at once
 MAX_SEEN = 4096  # columns remembered per shape; emptied when full
+SEEN_UP_TO = 16  # more changed nodes than this: one vector computation beats looking each one up
 
 
 @dataclass(slots=True)
@@ -88,6 +89,10 @@ class Placements:
 def _catch_up(ssn: Session, task: TaskInfo, future: bool, shape: _Shape, changed: list[int]) -> None:
     """Bring the values of the `changed` nodes up to date: remembered by their column, else computed."""
     values, seen = shape.values, shape.seen
+    if len(changed) > SEEN_UP_TO:
+        nodes = np.array(changed, dtype=np.intp)
+        values[nodes] = _values(ssn, task, future, nodes)
+        return
     rejections = ssn.static_rejections(task)
     unseen: list[tuple[int, bytes]] = []
     for n in changed:

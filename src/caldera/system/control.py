@@ -80,6 +80,8 @@ class ControlPlane(JobReconciler):
         # Job keys whose job, podgroup or pods changed (or went) since the owner last took them
         # (`take_touched`): what the embedded cluster writes to its store after a turn.
         self._touched: set[str] = set()
+        self._changes: dict[str, int] = {}  # job key → how many times it was touched (`_touch`)
+        self._settled: dict[str, int] = {}  # job key → its `_changes` after a sync that left it settled
         self.ttl = TtlQueue()  # finished jobs to delete later
         # job key → key of its PodGroup, deleted while pods of the job still release resources
         self._released: dict[str, str] = {}
@@ -184,7 +186,7 @@ class ControlPlane(JobReconciler):
         # A pod being deleted is going anyway: its exit is not restarted nor reported as a phase.
         if pod is None or pod.finished or key in self._stopping or pod.deletion_timestamp is not None:
             return
-        self._touched.add(pod.job_key)
+        self._touch(pod.job_key)
         policy = pod.spec.restart_policy
         restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
@@ -241,7 +243,7 @@ class ControlPlane(JobReconciler):
             self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
-        self._touched.add(job_key)
+        self._touch(job_key)
         self.job_pods.get(job_key, {}).pop(pod.name, None)
         self.state.remove_task(key)
         self._dirty = True
@@ -265,7 +267,7 @@ class ControlPlane(JobReconciler):
         if pod is None or pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
-        self._touched.add(pod.job_key)
+        self._touch(pod.job_key)
         self.state.set_pod(pod, self._pg_key(pod))
         self.record(kind, pod.name, pod.node_name, reason, message, pod.namespace)
         if key in self.backoff.waiting:  # no process to stop
@@ -332,7 +334,8 @@ class ControlPlane(JobReconciler):
         job = self.jobs.pop(key, None)
         if job is None:
             return
-        self._touched.add(key)
+        self._settled.pop(key, None)
+        self._touch(key)
         self.delayed.drop_job(key)
         for pod in list(self.job_pods.get(key, {}).values()):
             self._kill(pod)
@@ -353,7 +356,7 @@ class ControlPlane(JobReconciler):
             old = pg.phase
             pg.phase = update.phase
             pg.conditions = list(update.conditions)
-            self._touched.add(job_key)
+            self._touch(job_key)
             if old != update.phase:
                 self.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
             cond = update.conditions[-1] if update.conditions else None
@@ -376,7 +379,7 @@ class ControlPlane(JobReconciler):
             if pod is None or pod.node_name or pod.deletion_timestamp is not None:
                 continue
             pod.node_name = bind.node
-            self._touched.add(pod.job_key)
+            self._touch(pod.job_key)
             self.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
             self.history.begin(pod, bind.node, self.clock.now())
             old = pod.status.phase

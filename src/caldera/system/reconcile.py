@@ -5,6 +5,14 @@ A change to a job or its pods becomes a `Request`; `resolve` turns it into an ac
 `_run` carries the plan out: the job's status, pods killed, the PodGroup created or
 dropped, pods rendered and created. Invariant: a PodGroup leaves the scheduler only
 once none of its pods holds a node (`_drop_podgroup`), so no resource is handed out twice.
+
+A sync that kept the job's phase, retry count and version, killed nothing and neither
+created nor dropped its PodGroup leaves the job settled: a sync of the same inputs
+plans nothing new (the pods it created are counted as the Pending pods they are).
+Every change to a job, its PodGroup or its pods goes through `_touch` (which also tells
+the store what to write), so while the job's touch count is what it was when it was
+settled, a SyncJob has nothing to do and is skipped: a single-pod job's controller
+steps go from five to four.
 `ControlPlane` (control.py) owns the objects and calls in here.
 """
 
@@ -51,6 +59,8 @@ class JobReconciler:
     _released: dict[str, str]  # job key → key of its PodGroup, deleted while pods of the job still release resources
     _dirty: bool  # something changed since the last scheduling cycle
     _touched: set[str]  # job keys whose job, podgroup or pods changed since `take_touched`
+    _changes: dict[str, int]  # job key → how many times it was touched
+    _settled: dict[str, int]  # job key → its touch count after the sync that left it settled
     _uid: int
 
     if TYPE_CHECKING:  # the control plane's, which these steps call back
@@ -61,8 +71,13 @@ class JobReconciler:
 
         def pod_stopped(self, key: str, exit_code: int | None = None) -> None: ...
 
-    def _request(self, job_key: str, req: Request) -> None:
+    def _touch(self, job_key: str) -> None:
+        """The job, its PodGroup or its pods changed (or a request about it came)."""
         self._touched.add(job_key)
+        self._changes[job_key] = self._changes.get(job_key, 0) + 1
+
+    def _request(self, job_key: str, req: Request) -> None:
+        self._touch(job_key)
         self._requests.append((job_key, req))
 
     def take_touched(self) -> set[str]:
@@ -97,13 +112,25 @@ class JobReconciler:
         job = self.jobs.get(key)
         if job is None:
             return
+        if action == SYNC_JOB and key in self._settled and self._settled[key] == self._changes.get(key):
+            return  # nothing changed since a sync left the job settled (module docstring)
         now = self.clock.now()
         pods = list(self.job_pods[key].values())
         pg = self.podgroups.get(key)
         plan = execute(job, pods, action, target, now=now, podgroup_phase=pg.phase if pg else "")
-        old_phase = job.status.phase
+        old = job.status
+        old_phase = old.phase
+        settled = (
+            action == SYNC_JOB
+            and plan.status.phase == old_phase
+            and plan.status.retry_count == old.retry_count
+            and plan.status.version == old.version
+            and not plan.kill
+            and not plan.delete_podgroup
+            and pg is not None
+        )
         job.status = plan.status
-        self._touched.add(key)
+        self._touch(key)
         if plan.status.phase != old_phase:
             self.record(
                 "JobPhase", job.name, reason=plan.status.phase, message=plan.status.message, namespace=job.namespace
@@ -148,6 +175,10 @@ class JobReconciler:
         if action not in INTERNAL_ACTIONS:
             self.delayed.cancel_scope(key, action, target)
         self._forget_if_done(job)
+        if settled:
+            self._settled[key] = self._changes.get(key, 0)
+        else:
+            self._settled.pop(key, None)
 
     def _drop_podgroup(self, job_key: str, pg: o.PodGroup) -> None:
         """Take a deleted PodGroup out of the scheduler, once none of its pods holds a node any more.
@@ -188,7 +219,7 @@ class JobReconciler:
         if pod.deletion_timestamp is not None:
             return
         pod.deletion_timestamp = self.clock.now()
-        self._touched.add(pod.job_key)
+        self._touch(pod.job_key)
         self._stopping.add(pod.key)
         if pod.node_name and not pod.finished and pod.key not in self.backoff.waiting:
             self.state.set_pod(pod, self._pg_key(pod))
@@ -198,7 +229,7 @@ class JobReconciler:
 
     def _pod_changed(self, pod: o.Pod, old_phase: str | None) -> None:
         key = f"{pod.metadata.namespace}/{pod.job}"
-        self._touched.add(key)
+        self._touch(key)
         self.state.set_pod(pod, self._pg_key(pod))
         self._dirty = True
         job = self.jobs.get(key)
