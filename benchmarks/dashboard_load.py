@@ -7,18 +7,24 @@ workers); 200 of them then finish, so the store has a history. The one part that
 real: pods run no process (this machine cannot host 10,000), an executor that starts
 nothing stands in for the local one, and reports a pod stopped when asked to stop it.
 
-The server is the daemon's app (`caldera.server.create_app`) under uvicorn on loopback.
+The server is the daemon's app (`caldera.server.create_app`) under uvicorn on loopback, in a
+process of its own (this script with `--serve`), which builds the cluster and serves it.
 Debian's Chromium (headless, through Playwright) logs in once, then opens each page
 `--repeat` more times; the figure is the page's own `caldera:ready` mark (its first data on
 screen), in ms from the start of the navigation: the first visit with an empty cache
 (cold), the median and the best of the others (the page's files cached). With them, per warm
 visit (median), the CPU the browser's renderer spent (Chrome's ProcessTime metric) and the CPU
-the server's threads spent (all of this process's but the main one, Playwright's): what it costs, which the machine's load does
-not change, where the time to ready on a shared machine is mostly waiting for a core. The API
-views the pages read are timed too, fetched from the page (median of `--repeat`). The load
-average is printed with the figures.
+the server's process spent: what it costs, which the machine's load does not change, where the
+time to ready on a shared machine is mostly waiting for a core. The API views the pages read
+are timed too, fetched from the page (median of `--repeat`). The load average is printed
+with the figures.
 
-    python benchmarks/dashboard_load.py [--jobs 1000] [--pods 10] [--nodes 125] [--repeat 5]
+`--baseline REV` measures the dashboard of a git revision (`main`, a commit) in the same run:
+its `src/` (from `git archive`) serves a second cluster built the same way, and each page is
+opened on both servers in turn (cold, then warm visits alternating, the order swapped every
+round), so the ratio of the two holds whatever the load was.
+
+    python benchmarks/dashboard_load.py [--jobs 1000] [--pods 10] [--nodes 125] [--repeat 5] [--baseline REV]
 """
 
 from __future__ import annotations
@@ -27,13 +33,16 @@ import argparse
 import os
 import socket
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +154,7 @@ VIEWS = [
     "/api/v1/allocations?podsUpTo=12",  # what the nodes page reads
     "/api/v1/allocations",  # every pod of every node
     "/api/v1/timeline?since={day_ago}",
+    "/api/v1/timeline?since={day_ago}&format=columns",  # what the timeline page reads (a baseline without it: items)
     "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/{job}/describe",
     "/api/v1/watch?kind=Job&allowWatchBookmarks=true&timeoutSeconds=0",  # what `list -w` reads first
 ]
@@ -159,8 +169,8 @@ FETCH = """async (path) => {
 
 @dataclass(frozen=True, slots=True)
 class PageTimes:
-    """One page's figures: ms to ready (first visit, median and best of the others) and, per warm visit
-    (median), the CPU ms the browser's renderer and the server's threads (see `others_cpu`) spent."""
+    """One page's figures on one server: ms to ready (first visit, median and best of the others) and, per
+    warm visit (median), the CPU ms the browser's renderer and the server's process spent."""
 
     cold: float
     warm: float
@@ -169,55 +179,93 @@ class PageTimes:
     server_cpu: float
 
 
+@dataclass(slots=True)
+class Server:
+    """A served cluster in a child process (`--serve`): its label, URL and process."""
+
+    label: str
+    url: str
+    process: subprocess.Popen[str]
+
+    def cpu_ms(self) -> float:
+        """CPU ms the server's process has used (user and system, all its threads)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(slots=True)
+class Visit:
+    """One server's page open in its own browser context (an empty cache at first, then warm)."""
+
+    server: Server
+    page: Any
+    cdp: Any
+    cold: float
+    readies: list[float]
+    browser_cpu: list[float]
+    server_cpu: list[float]
+
+
+def open_page(browser: Any, server: Server, path: str) -> Visit:
+    context = browser.new_context(viewport={"width": 1360, "height": 900})  # an empty cache
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    page.goto(f"{server.url}/login?next={path}")
+    page.fill("#token", TOKEN)
+    with page.expect_navigation(url=f"{server.url}{path}"):  # the login's redirect: the page's first load
+        page.click("button[type=submit]")
+    return Visit(server, page, cdp, ready_ms(page), [], [], [])
+
+
+def revisit(v: Visit, path: str) -> None:
+    renderer, server = renderer_cpu(v.cdp), v.server.cpu_ms()
+    v.page.goto(f"{v.server.url}{path}")
+    v.readies.append(ready_ms(v.page))
+    v.server_cpu.append(v.server.cpu_ms() - server)
+    v.browser_cpu.append(max(0.0, renderer_cpu(v.cdp) - renderer))  # a new renderer process starts at 0
+
+
 def browser_times(
-    url: str, pages: list[str], job: str, repeat: int
-) -> tuple[dict[str, PageTimes], dict[str, tuple[float, int]]]:
-    """Per page: its `PageTimes`; per API view the pages read: the median ms of a fetch from the page, and its bytes."""
+    servers: list[Server], pages: list[str], job: str, repeat: int
+) -> tuple[dict[tuple[str, str], PageTimes], dict[tuple[str, str], tuple[float, int]]]:
+    """Per (server, page): its `PageTimes`; per (server, API view the pages read): the median ms of a fetch
+    from the page, and its bytes. Each page is opened on every server in turn."""
     from playwright.sync_api import sync_playwright
 
     pages_out, views_out = {}, {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         for path in pages:
-            context = browser.new_context(viewport={"width": 1360, "height": 900})  # an empty cache
-            page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Performance.enable")
-            page.goto(f"{url}/login?next={path}")
-            page.fill("#token", TOKEN)
-            with page.expect_navigation(url=f"{url}{path}"):  # the login's redirect: the page's first load
-                page.click("button[type=submit]")
-            cold = ready_ms(page)
-            readies, browser_cpu, server_cpu = [], [], []
-            for _ in range(repeat):
-                renderer, server = renderer_cpu(cdp), others_cpu()
-                page.goto(f"{url}{path}")
-                readies.append(ready_ms(page))
-                server_cpu.append(others_cpu() - server)
-                browser_cpu.append(max(0.0, renderer_cpu(cdp) - renderer))  # a new renderer process starts at 0
-            pages_out[path] = PageTimes(
-                cold,
-                statistics.median(readies),
-                min(readies),
-                statistics.median(browser_cpu),
-                statistics.median(server_cpu),
-            )
-            if path == "/":
-                for view in VIEWS:
-                    target = view.format(day_ago=time.time() - 86400, job=job)
-                    runs = [page.evaluate(FETCH, target) for _ in range(repeat)]
-                    assert all(status == 200 for _, _, status in runs), (view, runs)
-                    name = view.replace("?since={day_ago}", "?since=-24h").split("&")[0]
-                    name = name.replace("/apis/batch.volcano.sh/v1alpha1/namespaces/default", "...")
-                    views_out[name.format(job=job)] = (statistics.median(r[0] for r in runs), runs[0][1])
-            context.close()
+            visits = [open_page(browser, s, path) for s in servers]
+            for round_ in range(repeat):
+                for v in visits if round_ % 2 == 0 else visits[::-1]:
+                    revisit(v, path)
+            for v in visits:
+                pages_out[v.server.label, path] = PageTimes(
+                    v.cold,
+                    statistics.median(v.readies),
+                    min(v.readies),
+                    statistics.median(v.browser_cpu),
+                    statistics.median(v.server_cpu),
+                )
+                if path == "/":
+                    views_out.update({(v.server.label, k): t for k, t in view_times(v.page, job, repeat).items()})
+                v.page.context.close()
         browser.close()
     return pages_out, views_out
 
 
-def others_cpu() -> float:
-    """CPU ms of this process's threads but the main one (Playwright's client runs there): the server's."""
-    return (time.process_time() - time.thread_time()) * 1000
+def view_times(page: Any, job: str, repeat: int) -> dict[str, tuple[float, int]]:
+    out = {}
+    for view in VIEWS:
+        target = view.format(day_ago=time.time() - 86400, job=job)
+        runs = [page.evaluate(FETCH, target) for _ in range(repeat)]
+        name = view.replace("?since={day_ago}", "?since=-24h").split("&allow")[0]
+        name = name.replace("/apis/batch.volcano.sh/v1alpha1/namespaces/default", "...").format(job=job)
+        if all(status == 200 for _, _, status in runs):
+            out[name] = (statistics.median(r[0] for r in runs), runs[0][1])
+    return out
 
 
 def renderer_cpu(cdp: Any) -> float:
@@ -231,47 +279,117 @@ def ready_ms(page: Any) -> float:
     return float(page.evaluate("performance.getEntriesByName('caldera:ready')[0].startTime"))
 
 
+def serve_forever(args: argparse.Namespace) -> None:
+    """`--serve`: build the cluster, serve it, print its URL, and stop when the parent closes stdin."""
+    with tempfile.TemporaryDirectory(prefix="caldera-dash-bench-") as tmp:
+        started = time.perf_counter()
+        cluster, _ = build(Path(tmp) / "home", args.jobs, args.pods, args.nodes)
+        view = cluster.overview()
+        built = (
+            f"built in {time.perf_counter() - started:.0f} s: {sum(view['jobs'].values()):,} jobs "
+            f"({', '.join(f'{n} {p}' for p, n in view['jobs'].items())}), {sum(view['pods'].values()):,} pods, "
+            f"{view['nodes']['total']} nodes"
+        )
+        url, server, thread = serve(cluster)
+        print(f"URL {url} {built}", flush=True)
+        try:
+            sys.stdin.read()  # until the parent is done
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+            cluster.shutdown(stop_pods=True)
+
+
+def start_server(label: str, src: Path, args: argparse.Namespace) -> Server:
+    command = [sys.executable, __file__, "--serve", "--jobs", str(args.jobs), "--pods", str(args.pods)]
+    command += ["--nodes", str(args.nodes)]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    return Server(label, "", process)
+
+
+def await_url(server: Server) -> None:
+    assert server.process.stdout is not None
+    line = server.process.stdout.readline()
+    if not line.startswith("URL "):
+        raise SystemExit(f"the {server.label} server did not start (exit {server.process.wait()})")
+    _, server.url, built = line.strip().split(" ", 2)
+    print(f"{server.label}: {built}", flush=True)
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The `src/` of git revision `rev`, written under `into`."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src"], capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"--baseline {rev}: {archive.stderr.decode().strip()}")
+    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=10, help="pods per job")
     ap.add_argument("--nodes", type=int, default=125)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--baseline", metavar="REV", help="also measure this git revision's dashboard, page by page")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child that serves a cluster
     args = ap.parse_args()
+    if args.serve:
+        return serve_forever(args)
     if not Path(CHROMIUM).exists():
         sys.exit(f"{CHROMIUM} is missing: install Debian's chromium (make does, as root)")
-    with tempfile.TemporaryDirectory(prefix="caldera-dash-bench-") as tmp:
-        started = time.perf_counter()
-        cluster, _ = build(Path(tmp) / "home", args.jobs, args.pods, args.nodes)
-        view = cluster.overview()
-        print(
-            f"built in {time.perf_counter() - started:.0f} s: {sum(view['jobs'].values()):,} jobs "
-            f"({', '.join(f'{n} {p}' for p, n in view['jobs'].items())}), {sum(view['pods'].values()):,} pods, "
-            f"{view['nodes']['total']} nodes",
-            flush=True,
-        )
-        url, server, thread = serve(cluster)
-        job = f"train-{args.jobs // 2:04d}"  # a running one
+    with tempfile.TemporaryDirectory(prefix="caldera-dash-base-") as tmp:
+        here = Path(__file__).resolve().parent.parent / "src"
+        servers = [start_server("this", here, args)]
+        if args.baseline:
+            servers.append(start_server(args.baseline, checkout(args.baseline, Path(tmp)), args))
         try:
+            for s in servers:
+                await_url(s)
+            job = f"train-{args.jobs // 2:04d}"  # a running one
             pages = ["/", "/jobs", f"/jobs/default/{job}", "/nodes", "/timeline"]
             load = os.getloadavg()[0]
-            page_times, view_times = browser_times(url, pages, job, args.repeat)
-            print(f"\n{'API view (fetched by the page)':62} {'median ms':>10} {'bytes':>12}")
-            for name, (ms, size) in view_times.items():
-                print(f"{name:62} {ms:10.1f} {size:12,}")
-            print(
-                f"\n{'page ready (in Chromium)':32} {'cold ms':>8} {'warm ms':>8} {'best ms':>8}"
-                f" {'browser CPU':>12} {'server CPU':>11}   (goal: first page <= 300 ms)"
-            )
-            for path, t in page_times.items():
-                print(
-                    f"{path:32} {t.cold:8.0f} {t.warm:8.0f} {t.best:8.0f} {t.browser_cpu:9.0f} ms {t.server_cpu:8.0f} ms"
-                )
-            print(f"\nload average (1 min) at the start of the browser runs: {load:.1f} on {os.cpu_count()} cores")
+            page_times, view_times_ = browser_times(servers, pages, job, args.repeat)
+            report(servers, pages, page_times, view_times_)
+            print(f"\nload average (1 min) at the start of the browser runs: {load:.1f}, at the end: "
+                  f"{os.getloadavg()[0]:.1f}, on {os.cpu_count()} cores")  # fmt: skip
         finally:
-            server.should_exit = True
-            thread.join(timeout=30)
-            cluster.shutdown(stop_pods=True)
+            for s in servers:
+                if s.process.stdin is not None:
+                    s.process.stdin.close()
+            for s in servers:
+                s.process.wait(timeout=120)
+
+
+def report(
+    servers: list[Server],
+    pages: list[str],
+    page_times: dict[tuple[str, str], PageTimes],
+    view_times_: dict[tuple[str, str], tuple[float, int]],
+) -> None:
+    print(f"\n{'API view (fetched by the page)':56} {'server':>8} {'median ms':>10} {'bytes':>12}")
+    for (label, name), (ms, size) in sorted(view_times_.items(), key=lambda kv: (kv[0][1], kv[0][0] != "this")):
+        print(f"{name:56} {label:>8} {ms:10.1f} {size:12,}")
+    print(
+        f"\n{'page ready (in Chromium)':30} {'server':>8} {'cold ms':>8} {'warm ms':>8} {'best ms':>8}"
+        f" {'browser CPU':>12} {'server CPU':>11}   (goal: first page <= 300 ms)"
+    )
+    for path in pages:
+        for s in servers:
+            t = page_times[s.label, path]
+            print(
+                f"{path:30} {s.label:>8} {t.cold:8.0f} {t.warm:8.0f} {t.best:8.0f}"
+                f" {t.browser_cpu:9.0f} ms {t.server_cpu:8.0f} ms"
+            )
+        if len(servers) == 2:
+            a, b = page_times[servers[0].label, path], page_times[servers[1].label, path]
+            print(
+                f"{'':30} {'ratio':>8} {a.cold / b.cold:8.2f} {a.warm / b.warm:8.2f} {a.best / b.best:8.2f}"
+                f" {a.browser_cpu / max(b.browser_cpu, 1):12.2f} {a.server_cpu / max(b.server_cpu, 1):11.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from study_words import FOOTER, HEADER, PUBLISHED_NOTE  # scripts/study_words.py, next to this file
+
 BASELINES = ("fifo-nogang", "kube-default", "gang-fifo-backfill", "volcano-default")
 ORACLES = ("srtf", "srtf-gpu")
 ORACLE = "srtf-gpu"  # the stronger yardstick, in the published-numbers table
@@ -26,6 +28,7 @@ class Part:
     slug: str
     seeds: Sequence[int]
     runs: Sequence[Run]
+    ran: str = ""  # when its runs were made (UTC), as runs.json keeps it; "" before it was recorded
 
 
 def _h(seconds: float | None) -> str:
@@ -43,6 +46,37 @@ def _by_policy(part: Part) -> dict[str, list[dict[str, Any]]]:
         for p in results["policies"]:
             out.setdefault(p["policy"], []).append(p)
     return out
+
+
+def _wait_goal(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The largest size class's longest wait under caldera-default against 2× its median run time, per sample."""
+    waits = [_largest_wait(p) for p in rows[DEFAULT]]
+    worst = max((w for w in waits if w is not None), default=None)
+    if worst is None:
+        return []
+    head = (
+        f"- Longest wait of a job of the largest size class under caldera-default (waits after preemptions "
+        f"included): {_h(worst)} h at worst, {_h(_mean(waits))} h on average over the samples"
+    )
+    checks: list[tuple[int, float, float]] = []  # (seed, wait, median run) of the samples that say
+    for (results, _, _), seed in zip(part.runs, part.seeds, strict=True):
+        p = next(q for q in results["policies"] if q["policy"] == DEFAULT)
+        medians = results.get("medianRunByClass") or {}
+        cls = next((c for c in (">32", "9-32", "5-8", "2-4", "1") if c in p["longestWait"]), None)
+        if cls is not None and cls in medians:
+            checks.append((seed, p["longestWait"][cls], medians[cls]))
+    if not checks:
+        return [head + " (the reports do not give run times per class: the goal is not checked)."]
+    missed = [(seed, w, m) for seed, w, m in checks if w > 2 * m]
+    ratios = ", ".join(f"{seed}: {w / m:.2f}" for seed, w, m in checks if m > 0)
+    verdict = "met" if not missed else "not met"
+    where = "; ".join(f"seed {seed}: {_h(w)} h against 2 × {_h(m)} h" for seed, w, m in missed)
+    return [
+        head + ".",
+        f"- Goal (that wait ≤ 2× the class's median run time, sample by sample): **{verdict}**: held in "
+        f"{len(checks) - len(missed)} of {len(checks)} samples{f' (missed on {where})' if missed else ''}; "
+        f"wait ÷ median run time by seed: {ratios}.",
+    ]
 
 
 def _largest_wait(p: dict[str, Any]) -> float | None:
@@ -246,14 +280,7 @@ def _default_goals(part: Part, rows: dict[str, list[dict[str, Any]]]) -> list[st
     jain = _mean([p["jain"] for p in rows[DEFAULT]])
     if jain is not None:
         out.append(f"- Goal (Jain's index ≥ 0.9): **{'met' if jain >= 0.9 else 'not met'}**: {jain:.3f}.")
-    waits = [_largest_wait(p) for p in rows[DEFAULT]]
-    worst = max((w for w in waits if w is not None), default=None)
-    if worst is not None:
-        out.append(
-            f"- Longest wait of a job of the largest size class under caldera-default (waits after preemptions "
-            f"included): {_h(worst)} h at worst, {_h(_mean(waits))} h on average over the samples (the goal, ≤ 2× "
-            "that class's median run time, is not checked here: the reports do not give run times per class)."
-        )
+    out.extend(_wait_goal(part, rows))
     if part.slug == "pollux-free" and mine_avg:
         out.append(
             f"- Against Tiresias' own simulator (dlas-gpu on the same 8 job lists, free preemption: "
@@ -311,6 +338,8 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
         rows = _by_policy(part)
         summary.append((part.title, rows))
         text += [f"## {part.title}", ""]
+        when = f"run {part.ran}" if part.ran else "run before run dates were recorded"
+        text += [f"*Seeds {', '.join(map(str, part.seeds))}; {when}.*", ""]
         if part.slug == "full":
             results, seconds, cmd = part.runs[0]
             text += [
@@ -334,6 +363,11 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
             ]
             text += _plots("full")
             continue
+        elastic = part.slug == "pollux-elastic"
+        if elastic:
+            from study_elastic import elastic_notes, elastic_reading  # here: it imports this module
+
+            text += elastic_notes(part.runs[0][0])
         text += ["Average JCT of each sample (each seed's own report has every column):", "", _per_seed(part), ""]
         text += [
             f"Means over the {len(part.seeds)} samples (counts summed):",
@@ -342,7 +376,7 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
             "",
             "Reading:",
             "",
-            *_reading(part, rows),
+            *(elastic_reading(part, parts) if elastic else _reading(part, rows)),
             "",
         ]
         spread = [
@@ -357,6 +391,15 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
     if short or not any(p.slug == "full" for p in parts):
         left = [*short, *([] if any(p.slug == "full" for p in parts) else ["the whole-trace replay was not run"])]
         text += [f"This run is smaller than `make study`'s: {'; '.join(left)} (time on the shared machine).", ""]
+    if any(not p.ran for p in parts):
+        text += [
+            "Parts without a run date were not rerun when elastic jobs, Volcano's second preempt phase and "
+            "proportion.borrow's lent workers came: none of them changes what a policy does with jobs of fixed "
+            "size whose tasks share one priority, as every trace job here is. Their results.json files got the "
+            "median run time per size class (medianRunByClass, a property of the sample, not of a run) from the "
+            "same samples, for the wait goal.",
+            "",
+        ]
     text += [FOOTER]
     doc.write_text("\n".join(text) + "\n", encoding="utf-8")
 
@@ -395,76 +438,3 @@ def _published(summary: Sequence[tuple[str, dict[str, list[dict[str, Any]]]]]) -
         lines.append(f"| {label} | {published} | " + " | ".join(cells) + " |")
     lines += ["", PUBLISHED_NOTE, ""]
     return lines
-
-
-HEADER = """# Trace study: caldera's scheduling policies on the Philly trace
-
-Generated by `make study` (`scripts/trace_study.py`): every number below comes from
-`caldera simulate compare` runs whose reports (report.md, results.json, plots) are in
-[`trace-study/`](trace-study/). Policies compared: {policies} (every policy
-`caldera.scheduler.policies` ships; srtf and srtf-gpu are oracles that know job durations).
-
-What each baseline is: **fifo-nogang**, pods one at a time in strict arrival order, no gang (the
-head of the line is never passed); **kube-default**, kube-scheduler's behaviour: pods one at a
-time, a pod that does not fit requeued behind later ones, partial gangs holding GPUs;
-**gang-fifo-backfill**, whole gangs in arrival order with later jobs that fit started first (YARN-CS,
-Slurm's FIFO with backfill), no preemption; **volcano-default**, Volcano's Helm configuration
-(gang, queue shares, no preemption); **las**, Tiresias' dlas-gpu (three levels of attained
-GPU-service, preemptive, its starvation rule with knob 8). **srtf** and **srtf-gpu** are oracle
-yardsticks (shortest remaining time, and remaining GPU-time), neither a lower bound.
-
-How the runs are set up:
-
-- Trace: the per-job Philly table (82,247 jobs, Microsoft, CC BY 4.0, Jeon et al. ATC'19), read
-  from `../shared/traces`. Each job is one gang of `num_gpus` one-GPU pods (all must run
-  together), queue = its virtual cluster (weight 1), run time = its trace duration.
-- The Pollux/Sia sample (`--sample pollux`, `src/caldera/sim/pollux.py`), built as Pollux's
-  `simulator/workload.py` builds its evaluation workloads (OSDI'21 artifact; Sia's Philly
-  workloads have the same shape): jobs that ran ≥ 1 minute and used < 1,000 GPU-hours; every day
-  of the trace folded onto one (the pool is the jobs submitted between 02:00 and 10:00 of any
-  day, each arriving at its time of day minus 02:00, so arrivals follow the trace's daily rhythm
-  over its months); 160 of them drawn uniformly by the seed; on `preset:philly-64` (8 nodes × 8
-  GPUs). Pollux runs each drawn job as a model of its size class (Small < 1, Medium < 10, Large
-  < 100, XLarge < 1,000 GPU-hours) trained to completion, from throughput models this simulator
-  does not have; here Small and Medium jobs keep the trace's GPUs and duration, and each Large or
-  XLarge job runs as a job of its class that ran at most 24 hours (the subset workload.py draws
-  their GPU counts from), so the longest jobs are day-long training runs, as Pollux's are, not
-  the trace's month-long single-GPU jobs, whose run time no scheduler can shorten. Pollux and Sia
-  then resize jobs as they run; here no job changes size, so their headline numbers (which
-  measure adaptivity) are not directly comparable.
-- Checkpoints: Tiresias and Pollux preempt a job by checkpointing it and resuming it later, so
-  in the main sample every job is annotated `caldera.dev/checkpoint-interval: 0`: a preempted
-  job resumes where it stopped. "Jobs that cannot checkpoint" replays the same samples without it:
-  a preempted job starts over.
-- Costs (`--costs realistic`, `src/caldera/sim/costs.py`, on in every part but the one that says
-  "free"): a gang trains 4 s after its pods start (caldera's measured pod re-creation), 30 s more
-  when it resumes from a checkpoint (Pollux's simulator's re-allocation delay), a preempted
-  checkpointing job spends 8 s of its progress saving, and a gang spread over more nodes than its
-  GPUs need trains at 1 / (1 + 0.25 × extra nodes). "overhead GPU-h" is what these cost. The free
-  part runs without them, as Tiresias' own simulator does, to compare with its published numbers.
-- "2× the load" replays the same samples with their arrivals compressed into 4 hours (Pollux's
-  own load study, its Figure 8a, goes up to 2× its job load).
-- Seeds 1–8: Pollux's simulator study used 8 workloads. "work" is the sample's GPU-hours,
-  "load" that work ÷ what the 64 GPUs do while the jobs arrive.
-- The whole trace runs on `preset:philly-full`: 311 nodes × 8 GPUs = 2,488 GPUs, Philly's 2,490
-  GPUs (552 servers) in the 8-GPU node shape of its multi-GPU jobs.
-- Metric definitions: `src/caldera/sim/metrics.py`. CPU ms/cycle and wall times vary between
-  runs; every other number is the same on every run with the same seed.
-"""
-
-PUBLISHED_NOTE = """The published results come from different workloads and baselines: Tiresias and Helios'
-QSSF ran the full production traces of their own clusters with heavy queueing; Pollux (37–50 %
-lower average JCT than tuned Tiresias/Optimus) and Sia (30–93 % lower than Pollux, Gavel,
-Shockwave) gain most of theirs from resizing jobs and choosing GPU types, which this simulator
-does not model. Read the ratios above as "what the same kind of policy does on this workload",
-not as a reproduction."""
-
-FOOTER = """## Caveats
-
-- Only the derived Philly table's columns are used: no user ids, no job failures, no placement
-  locality beyond gangs of one-GPU pods; durations are what the jobs took on Philly under its
-  own scheduler.
-- Per seed the numbers swing with the few Large and XLarge jobs a sample holds; the means over
-  the seeds are the numbers to quote.
-- Regenerate with `make study`; `python scripts/trace_study.py --help` lists the options (seeds,
-  policies of the full replay, skipping it)."""

@@ -6,7 +6,7 @@ under docs/trace-study/ (report.md, results.json, plots). This script only runs
 them and puts their results side by side; the plain-words reading is written from
 the numbers, so it stays true when the policies change and the study is re-run.
 
-    python scripts/trace_study.py [--seeds 1 2 3 4 5 6 7 8] [--full-policies a,b] [--skip-full]
+    python scripts/trace_study.py [--seeds 1 2 3 4 5 6 7 8] [--full-policies a,b] [--skip-full] [--only SLUG ...]
 
 The Philly trace is read from ../shared/traces (or $CALDERA_TRACES); nothing
 derived from a trace with a restrictive licence is written here.
@@ -31,6 +31,7 @@ from caldera.sim.presets import PHILLY_TRACE, traces_dir
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "trace-study"
 DOC = REPO / "docs" / "trace-study.md"
+ELASTIC_POLICIES = "caldera-default,las"  # the elastic part: caldera's default and Tiresias' las
 RATE = 2.0  # Pollux's heaviest "relative job load" (its Figure 8a: 0.5× to 2×)
 
 
@@ -63,10 +64,20 @@ def peak_demand() -> tuple[int, float]:
     return peak, sum(r.duration * r.gpus for r in rows) / span
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
 def _save_parts(parts: list[Part]) -> None:
     """What ran (commands, wall times, where the results are), so --text-only can rewrite the document."""
     doc = [
-        {"title": p.title, "slug": p.slug, "seeds": list(p.seeds), "runs": [[cmd, secs] for _, secs, cmd in p.runs]}
+        {
+            "title": p.title,
+            "slug": p.slug,
+            "seeds": list(p.seeds),
+            "ran": p.ran,
+            "runs": [[cmd, secs] for _, secs, cmd in p.runs],
+        }
         for p in parts
     ]
     (OUT / "runs.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -79,7 +90,7 @@ def _load_parts() -> list[Part]:
         for cmd, secs in p["runs"]:
             report = REPO / cmd.split("--report ")[1].split()[0]
             runs.append((json.loads((report / "results.json").read_text(encoding="utf-8")), secs, cmd))
-        parts.append(Part(p["title"], p["slug"], p["seeds"], runs))
+        parts.append(Part(p["title"], p["slug"], p["seeds"], runs, p.get("ran", "")))
     return parts
 
 
@@ -89,39 +100,58 @@ def main() -> None:
     parser.add_argument("--full-policies", help="policies for the full replay (default: all)")
     parser.add_argument("--skip-full", action="store_true", help="leave the full-Philly replay out")
     parser.add_argument("--text-only", action="store_true", help="rewrite the document from the last runs' results")
+    parser.add_argument(
+        "--only", nargs="+", metavar="SLUG", help="rerun only these parts (e.g. pollux-elastic), keep the rest"
+    )
     args = parser.parse_args()
     if args.text_only:
         write_study(DOC, _load_parts(), available_policies(), peak_demand())
         return
     policies = ",".join(available_policies())
-    if OUT.exists():
+    kept = {p.slug: p for p in _load_parts()} if args.only else {}
+    if OUT.exists() and not args.only:
         shutil.rmtree(OUT)  # generated: a seed no longer studied must not leave its report behind
     parts: list[Part] = []
     lossless = ["--checkpoint-interval", "0"]  # a preempted job resumes where it stopped, as the papers assume
     costs = ["--costs", "realistic"]  # start, resume, save and spread cost what sim/costs.py says
-    for title, extra, slug in (
-        ("The Pollux/Sia sample", [*lossless, *costs], "pollux"),
-        ("The same samples, jobs that cannot checkpoint", costs, "pollux-nockpt"),
+    for title, extra, slug, names in (
+        ("The Pollux/Sia sample", [*lossless, *costs], "pollux", policies),
+        ("The same samples, jobs that cannot checkpoint", costs, "pollux-nockpt", policies),
         (
             f"The same samples at {RATE:g}× the load",
             [*lossless, *costs, "--rate-scale", f"{RATE:g}"],
             f"pollux-x{RATE:g}",
+            policies,
         ),
-        ("The same samples, free preemption and placement (Tiresias' simulator's model)", lossless, "pollux-free"),
+        (
+            "The same samples, free preemption and placement (Tiresias' simulator's model)",
+            lossless,
+            "pollux-free",
+            policies,
+        ),
+        # Pollux's own comparison: its elastic jobs against Tiresias' fixed-size ones (the first part's las).
+        ("The same samples, elastic jobs", [*lossless, *costs, "--elastic"], "pollux-elastic", ELASTIC_POLICIES),
     ):
+        if args.only and slug not in args.only:
+            if slug in kept:
+                parts.append(kept[slug])
+            continue
         runs = []
         for seed in args.seeds:
             out = OUT / f"{slug}-seed-{seed}"
-            base = ["--policies", policies, "--trace", "philly", "--sample", "pollux", "--seed", str(seed)]
+            base = ["--policies", names, "--trace", "philly", "--sample", "pollux", "--seed", str(seed)]
             runs.append(compare([*base, *extra], out))
-        parts.append(Part(title, slug, args.seeds, runs))
+        parts.append(Part(title, slug, args.seeds, runs, _now()))
+    if args.only and "full" in kept and "full" not in args.only:
+        parts.append(kept["full"])
+        args.skip_full = True
     if not args.skip_full:
         full_policies = args.full_policies or policies
         run = compare(
             ["--policies", full_policies, "--trace", "philly", "--cluster", "preset:philly-full", *costs],
             OUT / "full",
         )
-        parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run]))
+        parts.append(Part("The whole Philly trace on a Philly-sized cluster", "full", [0], [run], _now()))
     _save_parts(parts)
     write_study(DOC, parts, available_policies(), peak_demand())
     print(f"wrote {DOC.relative_to(REPO)}", file=sys.stderr)

@@ -165,3 +165,19 @@ def test_the_shim_starts_nothing_unless_the_executor_recorded_it(tmp_path):
     assert "not started" in done.stderr
     assert sorted(os.listdir(tmp_path)) == []
     assert ProcRecord.load(tmp_path / PROC_FILE) is None
+
+
+def test_past_tells_an_attempt_whose_end_was_handed_out_from_one_never_started(pods: Pods):
+    """What an owner that died before saving a pod's end (or before starting it) asks after adopt()."""
+    old, old_events = pods.executor()
+    pods.start(old, pods.spec("ran", sh("exit 3"), attempt=2))
+    assert old_events.wait_end("ran").exit_code == 3  # handed out: adopt() will not return it again
+    old.close()
+
+    new, _ = pods.executor()
+    assert new.adopt() == []
+    ended = new.past(f"{NS}/ran", 2)
+    assert ended is not None and (ended.kind, ended.exit_code, ended.attempt) == ("exited", 3, 2)
+    assert new.past(f"{NS}/ran", 3) is None  # the next attempt was never started
+    assert new.past(f"{NS}/never", 0) is None  # nor was anything of a pod with no directory
+    new.close()

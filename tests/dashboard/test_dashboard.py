@@ -200,3 +200,32 @@ def test_scale_an_elastic_job_from_the_page(tab: Tab, daemon: Caldera) -> None:
     daemon.wait_job("stretchy", lambda j: len(j["pods"]) == 2, "stretchy to have 2 pods")
     expect(page.locator("#pods tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
     daemon.ok("delete", "stretchy")
+
+
+VIEWS_BEFORE_READY = """() => {
+  const ready = performance.getEntriesByName('caldera:ready')[0].startTime;
+  const views = /\\/(overview|jobtable|allocations|timeline|describe|info)(\\?|$)/;
+  return performance.getEntriesByType('resource')
+    .filter((r) => r.startTime < ready && views.test(new URL(r.name).pathname + new URL(r.name).search))
+    .map((r) => r.name);
+}"""
+
+
+def test_each_page_draws_its_first_data_from_the_page_itself_then_stays_live(tab: Tab, daemon: Caldera) -> None:
+    daemon.apply(job_manifest("inline", SLEEPER))
+    daemon.wait_job("inline", lambda j: j["pods"][0]["phase"] == "Running", "inline to run")
+    tab.log_in("/")
+    page = tab.page
+    for path in ("/", "/jobs", "/jobs/default/inline", "/nodes", "/timeline"):
+        tab.open(path)
+        assert page.evaluate(VIEWS_BEFORE_READY) == [], path  # no request for what the page came with
+    page.evaluate("window.__sameDocument = true")
+    page.fill("#timeline-job", "later")
+    expect(page.locator("#timeline-summary")).to_contain_text("0 runs", timeout=TIMEOUT_MS)
+    daemon.ok("submit", "pytorch", "--name", "later", "--workers", "1", "--", *SLEEPER)
+    daemon.wait_job("later", lambda j: all(p["phase"] == "Running" for p in j["pods"]), "later to run")
+    # The timeline reads its runs again (as columns) when pods change: later's show, with no reload.
+    expect(page.locator("#timeline-summary")).not_to_contain_text("0 runs", timeout=TIMEOUT_MS)
+    assert page.evaluate("window.__sameDocument") is True
+    daemon.ok("delete", "later")
+    daemon.ok("delete", "inline")

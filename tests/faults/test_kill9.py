@@ -23,7 +23,7 @@ from caldera.client import connect
 from caldera.core.errors import CalderaError
 from caldera.testing.waiting import wait_until
 
-from .kit import Daemon, bring_down, shims
+from .kit import Daemon, bring_down, processes_match
 
 CLIENTS = 16
 LIVE_JOBS = 4  # per client: more and it deletes or scales (bounds the trial's processes)
@@ -181,18 +181,4 @@ def check_state(daemon: Daemon, known: dict[str, Known], seed: int) -> None:
                 f"seed {seed}: {name} has {replicas} replicas, not one of {known[name].replicas}"
             )
 
-        seen: dict[str, object] = {}
-
-        def consistent() -> bool:
-            pods = {f"default/{p['name']}": p for j in api.list_jobs("default") for p in j["pods"]}
-            running = {k for k, p in pods.items() if p["phase"] in ("Running", "Terminating")}
-            counts = shims(daemon.home)
-            assert all(c == 1 for c in counts.values()), f"seed {seed}: pods run twice: {counts}"
-            seen["without a process"] = {k: pods[k] for k in running - set(counts)}
-            seen["a process but not running"] = {k: pods.get(k) for k in set(counts) - running}
-            return set(counts) == running
-
-        try:
-            wait_until(consistent, timeout=60, what="a process for every running pod and none other")
-        except AssertionError as e:
-            raise AssertionError(f"seed {seed}: {e}: {seen}{daemon.log()}") from None
+    processes_match(daemon, seed)

@@ -13,6 +13,7 @@ import pytest
 from caldera.launcher import rendezvous as rdzv
 from caldera.launcher.memkv import MemoryKV
 from caldera.launcher.records import Done, NodeRecord, Round
+from caldera.testing.waiting import wait_until
 from caldera.utils.clock import ManualClock
 
 from .agents import Agents
@@ -165,3 +166,25 @@ def test_a_reused_job_id_still_in_use_is_refused(agents):
         agents.pump_once()
     agents.pump(lambda: node.code is not None, "the launcher to give up")
     assert node.code == 1 and node.said("wait for them to exit or use another job id")
+
+
+def test_workers_that_all_exited_0_while_the_store_was_away_complete_the_job_not_a_new_round(agents):
+    """The lease is presumed lost (etcd out of reach) and, before that is handled, the workers all end
+    with 0: the round is done, so the job succeeds once the store is back; no round runs it again."""
+    nodes = [agents.add(f"pod-{i}", np=(2, 2), ttl=5) for i in range(2)]
+    agents.pump(lambda: all(agents.started(f"pod-{i}", 0) for i in range(2)), "round 0")
+    pids = [agents.started(f"pod-{i}", 0)["pid"] for i in range(2)]
+    agents.kv.set_reachable(False)
+    for _ in range(6):  # the lease events are queued first: 6 s without a refresh (TTL 5)
+        agents.clock.advance(1.0)
+        for node in nodes:
+            node.agent.keepalive.beat()
+    agents.release(0)  # then the workers end well; their exits are queued behind
+    wait_until(lambda: not pids_alive(pids), timeout=20, what="the workers to exit")
+    agents.pump(lambda: all(not n.agent.registered for n in nodes), "the lease presumed lost")
+    agents.kv.set_reachable(True)
+    agents.advance(3.0)
+    agents.pump(lambda: all(n.code is not None for n in nodes), "every launcher to exit")
+    assert [n.code for n in nodes] == [0, 0]
+    assert all(n.said("workers succeeded") for n in nodes)
+    assert agents.started("pod-0", 1) is None and agents.started("pod-1", 1) is None  # not run again

@@ -13,7 +13,9 @@ import random
 import pytest
 
 from caldera.core import objects as o
+from caldera.scheduler import placement
 from caldera.scheduler.config import default_config
+from caldera.scheduler.framework import Indices, Scores
 from caldera.scheduler.placement import Placements
 from caldera.scheduler.plugins.registry import registry
 from caldera.scheduler.session import Session, hook_layout
@@ -135,3 +137,32 @@ def test_a_non_local_node_order_plugin_takes_the_long_way() -> None:
     tiers = (*text.tiers, (type(text.tiers[0][0])("task-topology"),))
     config = type(text)(text.actions, tiers, text.action_arguments)
     assert not hook_layout(config, registry()).local_scores
+
+
+def test_nodes_in_a_state_seen_before_take_the_remembered_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Identical nodes filled one pod at a time pass through the same few states: each state's value is
+    computed once, and every answer is still the long way's."""
+    computed: list[int] = []
+    values = placement._values
+
+    def counting(ssn: Session, task: TaskInfo, future: bool, nodes: Indices | None) -> Scores:
+        if nodes is not None:
+            computed.append(len(nodes))
+        return values(ssn, task, future, nodes)
+
+    monkeypatch.setattr(placement, "_values", counting)
+    state = ClusterState()
+    state.set_nodes([make_node(f"n{i:02d}", resources={"cpu": "8", "nvidia.com/gpu": "4"}) for i in range(12)])
+    layout = hook_layout(default_config(), registry())
+    placements = Placements(layout)
+    pg = make_podgroup("fill", min_member=1)
+    state.set_podgroup(pg)
+    pods = [state.set_pod(make_pod("fill", "w", i, requests={"nvidia.com/gpu": "1"}), pg.key) for i in range(48)]
+    for task in pods:
+        assert task is not None
+        ssn = Session(state, default_config(), 0.0, registry(), layout)
+        node = placements.best(ssn, task, False)
+        assert node == ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
+        Statement(ssn).allocate(task, node)
+    assert all(t is not None and t.status is TaskStatus.ALLOCATED for t in pods)  # 12 nodes × 4 GPUs: all placed
+    assert sum(computed) == 4  # a node with 1, 2, 3, 4 GPUs used: computed once each, remembered for the rest

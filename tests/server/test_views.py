@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from caldera.client import Client
 from caldera.testing.fake_cluster import FakeCluster
@@ -15,7 +16,7 @@ def test_the_views_are_described_in_openapi(api: httpx.Client) -> None:
     for path in ("/api/v1/overview", "/api/v1/allocations", "/api/v1/jobtable", "/api/v1/timeline"):
         assert "get" in paths[path], path
     params = {p["name"] for p in paths["/api/v1/timeline"]["get"]["parameters"]}
-    assert params == {"namespace", "job", "since", "until"}
+    assert params == {"namespace", "job", "since", "until", "format"}
     assert not any(p.startswith(("/login", "/static", "/jobs")) for p in paths)  # the pages are not API
 
 
@@ -44,6 +45,39 @@ def test_the_timeline_takes_its_filters_from_the_query(api: httpx.Client, fake: 
     ]
     bad = api.get("/api/v1/timeline", params={"since": "yesterday"})
     assert bad.status_code == 422 and "since" in bad.json()["error"]
+
+
+def test_the_timeline_as_columns_holds_the_same_runs(api: httpx.Client, fake: FakeCluster) -> None:
+    fake.add_event("default", "train", "JobPhase", "Pending", "submitted")
+    for pod, node in [("train-worker-0", "node-0"), ("train-worker-1", "node-0"), ("train-master-0", "node-1")]:
+        fake.add_event("default", pod, "Bind")
+        fake.event_log[-1]["node"] = node
+    fake.add_event("default", "train-worker-1", "PodPhase", "Failed", "exit 3")
+    items = api.get("/api/v1/timeline", params={"since": 0}).json()
+    view = api.get("/api/v1/timeline", params={"since": 0, "format": "columns"}).json()
+    assert view["count"] == len(items["items"]) == 3
+    assert (view["resourceVersion"], view["truncated"]) == (items["resourceVersion"], items["truncated"])
+    strings, columns = view["strings"], view["columns"]
+    assert len(strings) == len(set(strings))  # each text once
+    runs = [
+        {
+            **{name: strings[columns[name][i]] for name in ("namespace", "pod", "job", "task", "node", "outcome")},
+            "reason": strings[columns["reason"][i]],
+            "start": view["t0"] + columns["start"][i] / 1000,
+            "end": None if columns["end"][i] is None else view["t0"] + columns["end"][i] / 1000,
+            "exitCode": columns["exitCode"][i],
+            "restart": columns["restart"][i] == 1,
+        }
+        for i in range(view["count"])
+    ]
+    for run, item in zip(runs, items["items"], strict=True):
+        assert run["start"] == pytest.approx(item["start"], abs=0.001)
+        if item["end"] is not None:
+            assert run["end"] == pytest.approx(item["end"], abs=0.001)
+        texts = ("namespace", "pod", "job", "task", "node", "outcome", "reason")  # None is written as ""
+        assert {k: run[k] for k in texts} == {k: item[k] or "" for k in texts}
+        assert (run["exitCode"], run["restart"]) == (item["exitCode"], item["restart"])
+    assert api.get("/api/v1/timeline", params={"format": "rows"}).status_code == 422
 
 
 def test_the_client_reads_the_views(live: LiveServer, fake: FakeCluster) -> None:

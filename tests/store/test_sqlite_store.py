@@ -1,9 +1,10 @@
+import json
 import threading
 from pathlib import Path
 
 import pytest
 
-from caldera.backends.sqlite_store import ADDED, DELETED, MODIFIED, Conflict, SqliteStore
+from caldera.backends.sqlite_store import ADDED, DELETED, MODIFIED, Conflict, SqliteStore, Unavailable
 
 
 @pytest.fixture
@@ -100,3 +101,22 @@ def test_concurrent_writers_never_lose_an_update(tmp_path: Path) -> None:
         t.join()
     final = store.get("Counter", "", "c")
     assert final is not None and final.body["n"] == 100
+
+
+def test_a_full_file_refuses_the_whole_transaction_and_the_store_works_on_once_it_has_room(store: SqliteStore) -> None:
+    """SQLite's own full (its page limit: a full disk without one): nothing of the transaction stays,
+    no transaction is left open, and with room again the same write succeeds."""
+    store.put("Job", "default", "a", job("a"), expect=0)
+    before = store.latest()
+    db = store._db()
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")
+    big = [("Job", "default", f"big-{i}", json.dumps({**job(f"big-{i}"), "pad": "x" * 100_000})) for i in range(20)]
+    with pytest.raises(Unavailable, match="full"), store.transaction():
+        store.write(big[:1], [])
+        store.write(big[1:], [])
+    assert not db.in_transaction
+    assert store.latest() == before and [s.name for s in store.list("Job")] == ["a"]
+    db.execute("PRAGMA max_page_count = 1073741823")
+    store.write(big, [])
+    assert len(store.list("Job")) == 21

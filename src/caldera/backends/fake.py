@@ -38,7 +38,9 @@ class Pacer(Protocol):
         """A run of `pod` starts: the (pod key, end time) of every run whose end is now known (others' too)."""
         ...
 
-    def stopped(self, key: str, now: float) -> None: ...
+    def stopped(self, key: str, now: float) -> list[tuple[str, float]] | None:
+        """The run was stopped: the (pod key, end time) of other runs whose end it moved, if any."""
+        ...
 
     def ended(self, key: str, now: float) -> None:
         """The run ended by itself (its time came, or its process died)."""
@@ -83,7 +85,8 @@ class FakeExecutor:
         self._generation[pod.key] = self._generation.get(pod.key, 0) + 1
         key = pod.key
         if self._pacer is not None:
-            self._pacer.stopped(key, self._now())
+            for other, at in self._pacer.stopped(key, self._now()) or ():
+                self._time_end(other, at)
         self._schedule(self._now(), lambda: self._stopped(key))
 
     def kill(self, key: str, exit_code: int) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from caldera.backends import shim
 from caldera.backends.process import (
+    DONE_FILE,
     PROC_FILE,
     EventKind,
     Outcome,
@@ -181,6 +182,22 @@ class LocalExecutor:
                 continue
             events.append(self._adopt_one(key, proc_path.parent, record))
         return events
+
+    def past(self, key: str, attempt: int) -> ProcessEvent | None:
+        """How `attempt` of pod `key` ended, if it ran and its end was handed out already (by a previous
+        executor, whose owner may have died before taking note); None if that attempt never started here.
+
+        adopt() does not return these (an end is handed out once); an owner that believed the pod
+        running and heard nothing of it from adopt() asks here which of the two it was."""
+        where = pod_dir(self.home, key)
+        record = ProcRecord.load(where / DONE_FILE)
+        if record is None or record.attempt != attempt:
+            return None
+        outcome = Outcome.load(where, attempt)
+        if outcome is None:
+            note = "ended without recording an exit code (its shim was killed)"
+            return ProcessEvent(key, "exited", 137, attempt, self._clock.now(), note)
+        return ProcessEvent(key, "exited", outcome.exit_code, attempt, outcome.finished_at)
 
     def close(self) -> None:
         """Stop watching, leaving every process running (the daemon may be restarting)."""

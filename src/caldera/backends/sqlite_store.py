@@ -15,6 +15,7 @@ Connections are per thread; writes are serialised by SQLite.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import sqlite3
 import threading
@@ -46,11 +47,17 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('rv', 0);
 """
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# SQLite's primary result codes for a file that cannot be written (read-only, an I/O error, full, not openable).
+_CANNOT_WRITE = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN}
 EVENT_KEYS = ("id", "time", "namespace", "kind", "object", "node", "reason", "message")
 
 
 class Conflict(CalderaError):
     """The object changed (or was created or deleted) since the version the writer read."""
+
+
+class Unavailable(CalderaError):
+    """The file cannot be written (disk full, read-only, an I/O error); the transaction left nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +107,25 @@ class SqliteStore:
             finally:
                 self._local.depth -= 1
             return
-        db.execute("BEGIN IMMEDIATE")
-        self._local.depth = 1
         try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
+            db.execute("BEGIN IMMEDIATE")
+            self._local.depth = 1
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (an I/O error), or kept the transaction open
+                # (a COMMIT that failed for want of space): either way nothing of it stays.
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                raise
+            finally:
+                self._local.depth = 0
+        except sqlite3.OperationalError as e:
+            if (e.sqlite_errorcode & 0xFF) in _CANNOT_WRITE:
+                raise Unavailable(f"cannot write {self.path}: {e}") from e
             raise
-        else:
-            db.execute("COMMIT")
-        finally:
-            self._local.depth = 0
 
     def transaction(self) -> Any:
         """Group several writes into one commit (`with store.transaction(): ...`)."""

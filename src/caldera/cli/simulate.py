@@ -106,7 +106,11 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if paused:
+            # Everything made meanwhile sits in the youngest generation: the collection the next
+            # allocation sets off would traverse all of it. Moved to the oldest generation untraversed.
+            gc.freeze()
             gc.enable()
+            gc.unfreeze()
 
 
 simulate.add_command(compare)

@@ -78,6 +78,12 @@ def workload_options(fn: F) -> F:
             callback=seconds,
             help="trace jobs checkpoint every S seconds: a preempted one resumes from its last checkpoint",
         ),
+        click.option(
+            "--elastic",
+            "elastic",
+            is_flag=True,
+            help="philly trace jobs elastic: half their GPUs to where their goodput peaks (sim/speedup.py)",
+        ),
         click.option("--until", type=float, callback=seconds, help="stop the virtual clock at this many seconds"),
     ]
     for option in reversed(options):
@@ -95,6 +101,7 @@ def inputs_from(options: dict[str, Any]) -> Inputs:
         options.get("sample"),
         options.get("seed") or 0,
         options.get("checkpoint"),
+        bool(options.get("elastic")),
     )
     inputs = load_inputs(options.get("cluster"), options.get("workload"), options.get("trace"), selection)
     for line in inputs.warnings:

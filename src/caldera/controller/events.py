@@ -199,9 +199,6 @@ def requests_for_pod_change(
     """
     if pod is None:
         return []
-    view = [p for p in pods if p.name != pod.name]
-    if not deleted:
-        view.append(pod)
     phase = pod.status.phase
     changed = old_phase != phase
 
@@ -214,10 +211,10 @@ def requests_for_pod_change(
         if changed:
             event, exit_code = POD_FAILED_EVENT, pod.status.exit_code
     elif phase == POD_SUCCEEDED:
-        if changed and _task_completed(job, pod.task, view):
+        if changed and _task_completed(job, pod.task, [*(p for p in pods if p.name != pod.name), pod]):
             event = TASK_COMPLETED_EVENT
     elif phase in (POD_PENDING, POD_RUNNING):
-        if task_failed(job, pod.task, view):
+        if _restarts_reach_limit(job, pods, pod):
             event = TASK_FAILED_EVENT
         elif changed:
             event = POD_PENDING_EVENT if phase == POD_PENDING else POD_RUNNING_EVENT
@@ -230,6 +227,20 @@ def requests_for_pod_change(
             job_version=_job_version(pod),
         )
     ]
+
+
+def _restarts_reach_limit(job: Job, pods: Sequence[Pod], pod: Pod) -> bool:
+    """`task_failed` for the task of `pod`, a live pod in its new state, among the job's `pods`: one pass."""
+    limit = task_restart_limit(job, pod.task)
+    if limit is None:
+        return False
+    task, name = pod.task, pod.name
+    others = sum(
+        p.status.restart_count
+        for p in pods
+        if p.task == task and p.name != name and p.status.phase in (POD_RUNNING, POD_PENDING)
+    )
+    return others + pod.status.restart_count >= limit  # the task has a live pod: `pod`
 
 
 def requests_for_new_pods(job: Job, pods: Sequence[Pod], new: Sequence[Pod]) -> list[Request]:

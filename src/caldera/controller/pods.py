@@ -71,12 +71,17 @@ def make_pod(job: Job, task: TaskSpec, index: int, priority: int, now: float) ->
     if PREEMPTABLE_KEY in job.metadata.annotations:
         annotations[PREEMPTABLE_KEY] = job.metadata.annotations[PREEMPTABLE_KEY]
     spec = task.template.spec
-    # The job's priority class and scheduler are defaults: a template that names its own keeps it.
-    spec = replace(
-        spec,
-        priority_class_name=spec.priority_class_name or job.spec.priority_class_name,
-        scheduler_name=spec.scheduler_name or job.spec.scheduler_name,
+    # The job's priority class and scheduler are defaults: a template that names its own keeps it. Most
+    # templates have both already (the manifest reader lends them the job's): then the pods share the spec.
+    inherits = (not spec.priority_class_name and job.spec.priority_class_name) or (
+        not spec.scheduler_name and job.spec.scheduler_name
     )
+    if inherits:
+        spec = replace(
+            spec,
+            priority_class_name=spec.priority_class_name or job.spec.priority_class_name,
+            scheduler_name=spec.scheduler_name or job.spec.scheduler_name,
+        )
     return Pod(
         metadata=ObjectMeta(
             name=pod_name(job.name, task.name, index),

@@ -55,6 +55,9 @@ _TASK_UNSUPPORTED: dict[str, tuple[object, ...]] = {"topologyPolicy": ("", "none
 # The webhook adds `svc` for frameworks that find their peers through its host lists, and `ssh` for MPI.
 _NEEDS_SVC = ("tensorflow", "mpi", "pytorch")
 _DEFAULT_MAX_RETRY = 3
+# Tasks read without a problem, by what they were read from (see `_task`); emptied when full.
+_READ_TASKS: dict[tuple[str, int, str, str], TaskSpec] = {}
+_READ_TASKS_MAX = 4096
 
 
 def parse_job(doc: Mapping[str, Any], source: str = "") -> Job:
@@ -105,6 +108,29 @@ def _job_spec(r: FieldReader, doc: Doc) -> JobSpec:
 
 
 def _task(
+    r: FieldReader, raw: object, path: str, *, index: int, scheduler: str, priority_class: str
+) -> TaskSpec | None:
+    """The task at `path`. Workloads repeat one task thousands of times under different job names, so a
+    task read without a problem is kept by the text of what it was read from (a YAML or JSON document's
+    repr names every value with its type) and what the job lends it: reading the same again gives an equal,
+    immutable TaskSpec and no error, so the kept one is handed out. A task with a problem is read every
+    time, so its errors name their own paths."""
+    if not isinstance(raw, Mapping):
+        return _read_task(r, raw, path, index=index, scheduler=scheduler, priority_class=priority_class)
+    key = (repr(raw), index, scheduler, priority_class)
+    task = _READ_TASKS.get(key)
+    if task is not None:
+        return task
+    errors = len(r.errors)
+    task = _read_task(r, raw, path, index=index, scheduler=scheduler, priority_class=priority_class)
+    if task is not None and len(r.errors) == errors:
+        if len(_READ_TASKS) >= _READ_TASKS_MAX:
+            _READ_TASKS.clear()
+        _READ_TASKS[key] = task
+    return task
+
+
+def _read_task(
     r: FieldReader, raw: object, path: str, *, index: int, scheduler: str, priority_class: str
 ) -> TaskSpec | None:
     doc = r.mapping(raw, path)

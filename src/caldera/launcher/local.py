@@ -81,12 +81,19 @@ class LocalWorkers:
 
     def stop(self, why: str) -> None:
         """Stop the running group, if any (SIGTERM, grace, SIGKILL; returns when they are gone)."""
-        if self.group is None:
+        group, self.group = self.group, None
+        if group is None:
             return
-        if self.group.running():
-            self.log(f"stopping workers ({why})", round=self.group.round)
-        self.group.stop(self.s.grace, self.clock)
-        self.group = None
+        if group.all_exited_0():
+            # They ended on their own, all well, before their exits were handled (a lease lost while the
+            # store was out of reach comes first): the round is done here. Dropped, it would run again.
+            group.stop(0.0, self.clock)  # reap stray children of the workers
+            self.log("workers succeeded", round=group.round)
+            self.completed = group.round
+            return
+        if group.running():
+            self.log(f"stopping workers ({why})", round=group.round)
+        group.stop(self.s.grace, self.clock)
 
     def exited(self, event: WorkerExit) -> bool:
         """Take a worker's exit into account; True if this changed what the node must do."""

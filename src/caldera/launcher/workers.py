@@ -121,6 +121,10 @@ class WorkerGroup:
     def running(self) -> bool:
         return any(p.poll() is None for p in self._procs)
 
+    def all_exited_0(self) -> bool:
+        """Whether every worker has exited, each with 0 (read from the processes, not from the reapers' reports)."""
+        return bool(self._procs) and all(p.poll() == 0 for p in self._procs)
+
     def stop(self, grace: float, clock: Clock | None = None) -> None:
         """SIGTERM every worker's group, wait up to `grace` seconds, SIGKILL what is left; returns
         once every worker has exited (their groups are SIGKILLed too, for stray children)."""

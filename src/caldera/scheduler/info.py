@@ -75,7 +75,7 @@ class TaskInfo:
     signature: tuple[object, ...] = field(init=False)  # what the predicates look at (node selection, tolerations)
 
     def __post_init__(self) -> None:
-        self.dims = tuple(np.flatnonzero(self.req).tolist())
+        self.dims = tuple(d for d, amount in enumerate(self.req.tolist()) if amount)  # np.flatnonzero's, sooner
         self.best_effort = not self.unknown_resource and all(d == 0 for d in self.dims)  # dimension 0 is pods
         spec = self.spec
         self.signature = (tuple(sorted(spec.node_selector.items())), spec.node_affinity, spec.tolerations)

@@ -9,23 +9,32 @@ nodes whose `used`, `releasing` or `nominated` changed since that shape was last
 asked for (the state's change log, `NodeArrays.changes_since`), then takes the
 first maximum: one pass.
 
+Most changed nodes look like many others: identical nodes filled by pods of one shape
+pass through a few states only. A node's value is a function of its column of the node
+arrays (alloc, used, nominated and, with `future`, releasing), its schedulability and
+its static predicate verdicts, so each shape also remembers the value of every column
+it computed (`_Shape.seen`) and a changed node whose column was seen takes that value
+instead of a call to the plugins.
+
 Invariant: the answer is the node `best_node(task, feasible(task, free(future)))`
 gives, bit for bit. Fit is the same comparisons; each recomputed score is the
 same elementwise operations as a whole-vector one; the first maximum over every
 node is the first maximum over the candidates (the rest are -inf). It applies
 only when every node-order plugin configured declares `local_scores` (a node's
 score depends on that node's column, the task's request and the plugin's
-arguments, nothing else); otherwise the session takes the long way.
+arguments, nothing else); otherwise the session takes the long way. A remembered
+value is the same operations on the same numbers, and remembered values are
+forgotten with the shape's version (nodes' labels, taints or resources changed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from caldera.scheduler.framework import NODE_ORDER, Indices, Scores
+from caldera.scheduler.framework import NODE_ORDER, Indices, Rejection, Scores
 from caldera.scheduler.info import TaskInfo
 
 if TYPE_CHECKING:
@@ -33,6 +42,7 @@ if TYPE_CHECKING:
 
 MAX_SHAPES = 256  # request shapes kept per state; the least recently asked for goes first
 RECOMPUTE_SHARE = 8  # more than 1/8 of the nodes changed: recompute them all at once
+MAX_SEEN = 4096  # columns remembered per shape; emptied when full
 
 
 @dataclass(slots=True)
@@ -40,6 +50,7 @@ class _Shape:
     version: tuple[int, int]  # (node_version, number of resources) the values were computed at
     position: int  # the change log position they are current to
     values: Scores  # per node: the task's total score where it fits, -inf where it does not
+    seen: dict[bytes, float] = field(default_factory=dict)  # a node's state (`_column`) → its value
 
 
 class Placements:
@@ -65,14 +76,47 @@ class Placements:
             if changed is None:
                 shape.values = _values(ssn, task, future, None)
             elif changed:
-                nodes = np.array(sorted(set(changed)), dtype=np.intp)
-                shape.values[nodes] = _values(ssn, task, future, nodes)
+                _catch_up(ssn, task, future, shape, sorted(set(changed)))
             shape.position = state.change_position
         self.shapes[key] = shape  # now the most recently asked for
         if len(self.shapes) > MAX_SHAPES:
             del self.shapes[next(iter(self.shapes))]
         best = int(np.argmax(shape.values))
         return -1 if shape.values[best] == -np.inf else best
+
+
+def _catch_up(ssn: Session, task: TaskInfo, future: bool, shape: _Shape, changed: list[int]) -> None:
+    """Bring the values of the `changed` nodes up to date: remembered by their column, else computed."""
+    values, seen = shape.values, shape.seen
+    rejections = ssn.static_rejections(task)
+    unseen: list[tuple[int, bytes]] = []
+    for n in changed:
+        column = _column(ssn, rejections, future, n)
+        value = seen.get(column)
+        if value is None:
+            unseen.append((n, column))
+        else:
+            values[n] = value
+    if not unseen:
+        return
+    nodes = np.array([n for n, _ in unseen], dtype=np.intp)
+    computed = _values(ssn, task, future, nodes)
+    values[nodes] = computed
+    if len(seen) + len(unseen) > MAX_SEEN:
+        seen.clear()
+    for (_, column), value in zip(unseen, computed.tolist(), strict=True):
+        seen[column] = value
+
+
+def _column(ssn: Session, rejections: list[Rejection], future: bool, n: int) -> bytes:
+    """Everything node `n`'s value depends on besides the task: its resources, schedulability and verdicts."""
+    s = ssn.state
+    parts = [s.alloc[:, n].tobytes(), s.used[:, n].tobytes(), s.nominated[:, n].tobytes()]
+    if future:
+        parts.append(s.releasing[:, n].tobytes())
+    flags = [bool(s.schedulable[n]), *(bool(r.mask[n]) for r in rejections)]
+    parts.append(bytes(flags))
+    return b"".join(parts)
 
 
 def _values(ssn: Session, task: TaskInfo, future: bool, nodes: Indices | None) -> Scores:

@@ -43,6 +43,7 @@ _COUNTS_AS = {
     s: (s in OCCUPYING, s is TaskStatus.RELEASING, s is TaskStatus.PIPELINED, s in ALLOCATED, s in FINISHED)
     for s in TaskStatus
 }
+REQUESTS_KEPT = 4096  # pod specs whose request vector is kept (`_request_of`)
 
 
 class ClusterState(NodeArrays):
@@ -64,6 +65,9 @@ class ClusterState(NodeArrays):
         # the nodes alone (queue capabilities, ...) is kept in `derived` under the versions it was computed at.
         self.queue_version = 0
         self.derived: dict[str, tuple[tuple[int, ...], object]] = {}
+        # A pod spec's request vector and first unknown resource, by the spec's identity (pods of one task
+        # share their spec object): (number of dimensions, the spec, the vector, the resource). Emptied when full.
+        self._requests: dict[int, tuple[int, o.PodSpec, Vector, str]] = {}
         self.waiting: set[str] = set()  # jobs with tasks Pending or Pipelined: what allocate and preempt look at
         self.pending_groups: set[str] = set()  # jobs whose podgroup is Pending: what enqueue looks at
         self.run_changed: set[str] = set()  # jobs whose running tasks changed since las last looked
@@ -241,7 +245,7 @@ class ClusterState(NodeArrays):
         status, node = self._observed(pod)
         task = self.tasks.get(pod.key)
         if task is None:
-            req, unknown = self.vector({**pod.spec.requests(), PODS: 1.0})
+            req, unknown = self._request_of(pod.spec)
             task = TaskInfo(
                 key=pod.key,
                 name=pod.name,
@@ -273,6 +277,16 @@ class ClusterState(NodeArrays):
             return task
         self._transition(task, status, node)
         return task
+
+    def _request_of(self, spec: o.PodSpec) -> tuple[Vector, str]:
+        """`vector` of the spec's requests and a pod slot (a fresh copy: each task owns its vector)."""
+        found = self._requests.get(id(spec))
+        if found is None or found[1] is not spec or found[0] != len(self.resources):
+            req, unknown = self.vector({**spec.requests(), PODS: 1.0})
+            if len(self._requests) >= REQUESTS_KEPT:
+                self._requests.clear()
+            found = self._requests[id(spec)] = (len(self.resources), spec, req, unknown)
+        return found[2].copy(), found[3]
 
     def _observe_run(self, task: TaskInfo, pod: o.Pod, status: TaskStatus) -> None:
         """Open or close the task's run in its job's attained service, at the times the pod carries."""
@@ -354,24 +368,28 @@ class ClusterState(NodeArrays):
                 self.waiting.discard(job.key)
         if s in FINISHED:
             return
-        delta = task.req if sign > 0 else -task.req  # x + (−r) is x − r exactly: the same totals as sign × r
+        req = task.req
+        op = np.add if sign > 0 else np.subtract  # in place; x − r is x + (−r) exactly: the totals of sign × r
         if s in OCCUPYING:
-            self.used[:, n] += delta
+            column = self.used[:, n]
+            op(column, req, out=column)
             versions = self.used_version
             for d in task.dims:
                 versions[d] += 1
             self.note_change(n)
         if s is TaskStatus.RELEASING:
-            self.releasing[:, n] += delta
+            column = self.releasing[:, n]
+            op(column, req, out=column)
         elif s is TaskStatus.PIPELINED:
-            self.nominated[:, n] += delta
+            column = self.nominated[:, n]
+            op(column, req, out=column)
             self.note_change(n)
         q = self.queues.get(job.queue) or self.queue(job.queue)
         if s in ALLOCATED:
-            job.allocated += delta
-            q.allocated += delta
-        q.request += delta
-        self.request_total += delta
+            op(job.allocated, req, out=job.allocated)
+            op(q.allocated, req, out=q.allocated)
+        op(q.request, req, out=q.request)
+        op(self.request_total, req, out=self.request_total)
 
     # ------------------------------------------------------------ used by statements
 

@@ -47,7 +47,7 @@ from starlette.concurrency import run_in_threadpool
 from caldera import __version__
 from caldera.core.errors import FieldError, ValidationError
 from caldera.server.dashboard import Dashboard
-from caldera.server.errors import BearerAuth, CatchAll, install_error_handlers
+from caldera.server.errors import ERROR_RESPONSES, BearerAuth, CatchAll, install_error_handlers
 from caldera.server.limits import BodyLimit
 from caldera.server.logstream import POLL_SECONDS, PodWatch, previous_span, stream_file, stream_span
 from caldera.server.logtimes import stream_lines
@@ -65,7 +65,7 @@ SUCCESS: JSON = {"kind": "Status", "status": "Success"}
 
 Manifest = Annotated[dict[str, Any], Body(description="the object's manifest, as JSON")]
 Objects = Annotated[list[str] | None, Query(alias="object", description="only events about these objects")]
-Since = Annotated[int, Query(description="only events after this event id")]
+Since = Annotated[int, Query(ge=0, le=2**63 - 1, description="only events after this event id")]  # SQLite's range
 
 
 class CommandBody(BaseModel):
@@ -102,6 +102,7 @@ def create_app(
         description="The caldera daemon's API: Volcano Jobs and Queues, nodes, events and pod logs.",
         docs_url=None,  # the interactive documentation is a dashboard page (/docs), behind its login
         redoc_url=None,
+        responses=ERROR_RESPONSES,
     )
 
     install_error_handlers(app)
@@ -113,7 +114,7 @@ def create_app(
     app.include_router(_system(cluster, on_shutdown, closing))
     app.add_middleware(CatchAll)
     app.add_middleware(BearerAuth, token=token)
-    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock())
+    app.add_middleware(Dashboard, token=token, clock=clock or SystemClock(), cluster=cluster)
     app.add_middleware(BodyLimit)  # added last, so it runs first: no body over the limit is read, by anyone
     return app
 

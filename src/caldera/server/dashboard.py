@@ -6,8 +6,9 @@
                                                          the version is a hash of their contents)
   GET  /docs       the API's interactive documentation (Swagger UI from the swagger-ui-py
                    package, served from /docs/assets/: nothing from another origin)
-A page is a small HTML shell naming its ES module; the module fetches what it shows from the
-API (with the session's CSRF token, see `auth`) and follows changes through the watch API.
+A page is a small HTML shell naming its ES module, with the page's first data in it
+(`firstview`); the module draws that, then follows changes through the watch API and reads
+the API again (with the session's CSRF token, see `auth`) when something it shows changed.
 Nothing comes from another origin (the Content-Security-Policy says so), nothing is built:
 the files under `static/` are what the browser runs.
 
@@ -27,6 +28,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -44,6 +46,8 @@ from caldera.server.auth import (
     session_of,
 )
 from caldera.server.errors import CatchAll, error_response
+from caldera.server.firstview import data_block, first_view
+from caldera.system.api import ClusterAPI
 from caldera.utils.clock import Clock
 
 STATIC = Path(__file__).with_name("static")
@@ -118,8 +122,10 @@ def is_dashboard_path(path: str) -> bool:
 class Dashboard:
     """ASGI middleware: the dashboard's paths answered here, every other request handed on (see the module)."""
 
-    def __init__(self, app: ASGIApp, token: str, clock: Clock) -> None:
+    def __init__(self, app: ASGIApp, token: str, clock: Clock, cluster: ClusterAPI | None = None) -> None:
         self.sessions = Sessions(token, clock)
+        self.clock = clock
+        self.cluster = cluster  # the pages' first data comes from it (without it, each page asks the API)
         self.api = CookieToBearer(app, self.sessions, token)
         self.version = asset_version()
         self.imports = module_imports()
@@ -177,9 +183,14 @@ class Dashboard:
         module, title = PAGES.get(path, ("job", "Job"))
         if module == "job":
             title = f"{request.path_params['name']} · {request.path_params['namespace']}"
-        return HTMLResponse(self._shell(module, title, self.sessions.csrf(session)), headers=PAGE_HEADERS)
+        data = ""
+        if self.cluster is not None and request.method == "GET":
+            params, query = dict(request.path_params), dict(request.query_params)
+            view = await run_in_threadpool(first_view, self.cluster, module, params, query, self.clock.now())
+            data = data_block(view)
+        return HTMLResponse(self._shell(module, title, self.sessions.csrf(session), data), headers=PAGE_HEADERS)
 
-    def _shell(self, module: str, title: str, csrf: str) -> str:
+    def _shell(self, module: str, title: str, csrf: str, data: str = "") -> str:
         v = self.version
         nav = "".join(
             f'<a href="{path}"{" aria-current=page" if page == module or (page == "jobs" and module == "job") else ""}>'
@@ -201,7 +212,7 @@ class Dashboard:
             '<span id="live" class="live" role="status">connecting…</span>'
             '<form method="post" action="/logout" class="logout">'
             f'<input type="hidden" name="csrf" value="{html.escape(csrf)}"><button type="submit">Log out</button></form>'
-            '</header><main id="main"><p class="loading">Loading…</p></main></body></html>'
+            f'</header><main id="main"><p class="loading">Loading…</p></main>{data}</body></html>'
         )
 
     # ------------------------------------------------------------ login

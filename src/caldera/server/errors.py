@@ -23,6 +23,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,6 +38,41 @@ _BY_NAME = {
     "Conflict": (409, "Conflict"),
     "Expired": (410, "Expired"),
     "Unavailable": (503, "Unavailable"),
+}
+
+
+class FieldProblem(BaseModel):
+    path: str
+    rule: str
+
+
+class ErrorBody(BaseModel):
+    """Every error's body, as the OpenAPI schema describes it (`ERROR_RESPONSES`)."""
+
+    error: str
+    reason: str
+    errors: list[FieldProblem] | None = None  # 422 of a manifest: each field path and the rule it breaks
+    source: str | None = None
+
+
+# The answers any operation may give besides its own (the schema says so, so a client can rely on it).
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    status: {  # JSON even where the operation answers text (a pod's log)
+        "model": ErrorBody,
+        "description": what,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for status, what in (
+        (400, "a request that is wrong in another way"),
+        (401, "no token or a wrong one"),
+        (404, "no such object or route"),
+        (405, "a method the path does not take"),
+        (409, "not allowed in the object's current state"),
+        (410, "a watch from a version older than the change log keeps"),
+        (413, "a body over the limit"),
+        (422, "a manifest or parameter that breaks a rule"),
+        (503, "the daemon cannot save its state (disk full, read-only): the change is not durable"),
+    )
 }
 
 

@@ -47,7 +47,8 @@ class WatchParams:
 
 def _params(
     resource_version: Annotated[
-        int | None, Query(alias="resourceVersion", ge=0, description="the changes after this version (0: all first)")
+        int | None,
+        Query(alias="resourceVersion", ge=0, le=2**63 - 1, description="the changes after this version (0: all first)"),
     ] = None,
     timeout_seconds: Annotated[
         int | None, Query(alias="timeoutSeconds", ge=0, description="end the stream after this long")

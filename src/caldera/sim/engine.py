@@ -10,7 +10,9 @@ for byte.
 Pods train as gangs (`progress.py`): a job's pods make progress only while
 minAvailable of them run, a preempted job resumes from its last checkpoint
 (annotation `caldera.dev/checkpoint-interval`, seconds or a Go duration; 0:
-nothing is lost) or from zero, and its pods end when its work is done. The
+nothing is lost) or from zero, and its pods end when its work is done. An
+elastic job with a speed-up model (annotations of `speedup.py`) trains at the
+rate of its running workers. The
 scheduler is told each job's remaining time (`state.remaining`), which only
 the srtf oracle uses. `work_report(job)` says what each job lost.
 
@@ -35,10 +37,12 @@ from caldera.backends.fake import FakeExecutor
 from caldera.controller import task_restart_limit
 from caldera.core import objects as o
 from caldera.core.duration import parse_duration
+from caldera.core.elastic import is_elastic
 from caldera.core.errors import ValidationError
 from caldera.core.resources import GPU
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.state import JobInfo
+from caldera.sim import speedup
 from caldera.sim.costs import FREE, Costs
 from caldera.sim.inputs import Cluster, Command, Fault, JobArrival, Workload
 from caldera.sim.progress import Progress, WorkReport
@@ -113,7 +117,11 @@ class Simulation:
             return self._run()
         finally:
             if paused:
+                # What the run made sits in the youngest generation: moved to the oldest one untraversed,
+                # or the collection the next allocation sets off would go through all of it.
+                gc.freeze()
                 gc.enable()
+                gc.unfreeze()
 
     def _run(self) -> ControlPlane:
         heap = self._heap
@@ -198,7 +206,8 @@ class Simulation:
             return
         self._arrivals[job.key] = arrival
         self._jobs[job.key] = job
-        self.progress.add_job(job.key, job.spec.min_available, self._checkpoint_interval(job))
+        model = speedup.from_annotations(job.metadata.annotations) if is_elastic(job) else None
+        self.progress.add_job(job.key, job.spec.min_available, self._checkpoint_interval(job), model)
 
     def _fault(self, fault: Fault) -> None:
         if fault.node:
@@ -289,8 +298,8 @@ class _Pacing:
         gpus = pod.spec.requests().get(GPU, 0.0) / 1000.0  # milli-GPUs, as quantities are held
         return self.progress.start(pod.job_key, pod.key, duration, gpus, restart, now, pod.node_name)
 
-    def stopped(self, key: str, now: float) -> None:
-        self.progress.stop(key, now)
+    def stopped(self, key: str, now: float) -> list[tuple[str, float]]:
+        return self.progress.stop(key, now)
 
     def ended(self, key: str, now: float) -> None:
         self.progress.ended(key, now)

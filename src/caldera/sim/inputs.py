@@ -361,6 +361,9 @@ def check_references(cluster: Cluster, workload: Workload, source: str) -> None:
     errors: list[FieldError] = []
     for i, arrival in enumerate(workload.jobs):
         spec = arrival.job.spec
+        names = [spec.priority_class_name, *(task.template.spec.priority_class_name for task in spec.tasks)]
+        if all(not name or name in classes for name in names):
+            continue  # the paths are spelled out only for an error
         where = child(item("jobs", i), "manifest.spec")
         named = [(child(where, "priorityClassName"), spec.priority_class_name)]
         named += [

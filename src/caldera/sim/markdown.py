@@ -8,15 +8,17 @@ workload of seconds still shows its numbers).
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from caldera import __version__
 from caldera.core.resources import GPU
-from caldera.sim.compare import PolicyRun
+from caldera.sim import speedup
+from caldera.sim.compare import PolicyRun, job_gpus
 from caldera.sim.costs import FREE, Costs
-from caldera.sim.metrics import SIZE_CLASSES
+from caldera.sim.metrics import SIZE_CLASSES, size_class
 from caldera.sim.plots import FILES
 from caldera.sim.sources import Inputs
 
@@ -180,6 +182,7 @@ def results_json(runs: Sequence[PolicyRun], info: RunInfo) -> str:
         "clusterGpus": info.inputs.total_gpus,
         "workGpuHours": round(work_gpu_hours(info.inputs), 6),
         "meanRunTime": mean_run_time(info.inputs),
+        "medianRunByClass": median_run_by_class(info.inputs),
         "costs": {
             "startLatency": info.costs.start_latency,
             "resume": info.costs.resume,
@@ -203,14 +206,30 @@ def mean_run_time(inputs: Inputs) -> float | None:
     return round(sum(times) / len(times), 6) if times else None
 
 
+def median_run_by_class(inputs: Inputs) -> dict[str, float]:
+    """Per size class (metrics.size_class, by the GPUs a job asks for): its jobs' median run time in seconds.
+
+    The yardstick of the longest waits: a class waits unboundedly when its longest wait grows past a few
+    of its own run times."""
+    by_class: dict[str, list[float]] = {}
+    for a in inputs.workload.jobs:
+        durations = [a.run_of(t.name)[0] for t in a.job.spec.tasks]
+        if durations and all(d is not None for d in durations):
+            run = max(d for d in durations if d is not None)
+            by_class.setdefault(size_class(job_gpus(a)), []).append(run)
+    return {c: round(statistics.median(by_class[c]), 6) for c in SIZE_CLASSES if c in by_class}
+
+
 def work_gpu_hours(inputs: Inputs) -> float:
     """The GPU-hours the workload's jobs run for if nothing is lost: Σ GPUs × run time (jobs with an end)."""
     total = 0.0
     for a in inputs.workload.jobs:
+        submitted = speedup.reference_of(a.job.metadata.annotations)
         for t in a.job.spec.tasks:
             duration, _ = a.run_of(t.name)
             if duration is not None:
-                total += t.replicas * t.template.spec.requests().get(GPU, 0.0) / 1000.0 * duration
+                replicas = t.replicas if submitted is None else submitted  # an elastic job's duration is on these
+                total += replicas * t.template.spec.requests().get(GPU, 0.0) / 1000.0 * duration
     return total / 3600.0
 
 

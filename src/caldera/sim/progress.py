@@ -27,6 +27,15 @@ a gang spread over more nodes than its GPUs need trains at speed
 1 / (1 + `spread` × extra nodes), fixed when the gang comes up. Delays and slow
 progress are counted as `overhead` GPU-seconds.
 
+Elastic jobs (`add_job(..., model=Speedup)`, `speedup.py`): the workers share
+the job's progress P, counted in seconds of its run at its submitted size, and
+P advances at the model's rate for the number of running workers and the nodes
+they use (1 at the submitted size, packed). Each worker's run ends when P
+reaches the job's work. A worker joining or leaving a running job restarts its
+training at the new size from where it is (`resume` seconds with costs, as
+Pollux's simulator charges each re-allocation); below minAvailable the job goes
+down to its last checkpoint as any other. Their overhead counts the delays only.
+
 Invariants: `up` is the number of slots running or ended by themselves;
 `up_since` is set exactly while up ≥ minAvailable (it may lie ahead of now:
 the gang's start-up delay, during which P stands still); a slot's `end` is the wall
@@ -42,6 +51,7 @@ import math
 from dataclasses import dataclass, field
 
 from caldera.sim.costs import FREE, Costs
+from caldera.sim.speedup import Speedup
 
 _EPS = 1e-9  # progress compared with checkpoint multiples: 300.0 done at interval 100 saves 300
 
@@ -100,6 +110,12 @@ class JobWork:
     overhead: float = 0.0  # GPU-seconds of delays and slowdown, of up periods already over
     ran: float = 0.0  # wall seconds of up periods already over
     done_at: float | None = None  # when its last running slot ended by itself (its work done)
+    model: Speedup | None = None  # an elastic job's goodput model: its progress is the job's, at a rate of its size
+
+    def workers(self) -> tuple[int, int]:
+        """(running slots, distinct nodes they run on)."""
+        running = [s for s in self.slots.values() if s.running]
+        return len(running), len({s.node for s in running})
 
     def progress(self, now: float) -> float:
         if self.up_since is None or now <= self.up_since:
@@ -114,7 +130,7 @@ class JobWork:
 
     def _overhead_now(self, now: float) -> float:
         """GPU-seconds of the current up period not turned into progress (its delay, its slowdown)."""
-        if self.up_since is None or self.up_gpus <= 0:
+        if self.up_since is None or self.up_gpus <= 0 or self.model is not None:  # elastic: counted as it happens
             return 0.0
         return self.up_gpus * ((now - self.up_from) - (self.progress(now) - self.clock))
 
@@ -127,8 +143,9 @@ class Progress:
         self.jobs: dict[str, JobWork] = {}
         self._job_of: dict[str, str] = {}  # pod key → job key
 
-    def add_job(self, job_key: str, min_available: int, checkpoint: float | None) -> None:
-        self.jobs[job_key] = JobWork(max(min_available, 1), checkpoint)
+    def add_job(self, job_key: str, min_available: int, checkpoint: float | None, model: Speedup | None = None) -> None:
+        """A job of the workload; with `model` it is elastic (see `elastic` in the module docstring)."""
+        self.jobs[job_key] = JobWork(max(min_available, 1), checkpoint, model=model)
 
     def start(
         self,
@@ -163,15 +180,21 @@ class Progress:
         if job.up_since is None and job.up >= job.min_available:
             return self._gang_up(job, now)
         if job.up_since is not None:
+            if job.model is not None:
+                return self._rescale(job, now)
             return self._time(job, pod_key, slot, now)
         return []
 
-    def stop(self, pod_key: str, now: float) -> None:
-        """The pod was stopped before its run ended: its slot keeps what the last checkpoint saved."""
+    def stop(self, pod_key: str, now: float) -> list[tuple[str, float]]:
+        """The pod was stopped before its run ended: its slot keeps what the last checkpoint saved.
+
+        The (pod key, end time) of runs whose end moved (an elastic job's, when it shrinks)."""
         job, slot = self._find(pod_key)
         if job is None or slot is None or not slot.running:
-            return
+            return []
         self._account_idle(job, now)
+        if job.model is not None:
+            return self._stop_elastic(job, slot, now)
         done = self._done(job, slot, now)
         c = job.checkpoint
         saved = done if c == 0 else (math.floor(done / c + _EPS) * c if c is not None else 0.0)
@@ -186,6 +209,7 @@ class Progress:
             job.ran += now - job.up_from
             job.clock = job.progress(now)
             job.up_since, job.down_at = None, now
+        return []
 
     def ended(self, pod_key: str, now: float) -> None:
         """The pod's run ended by itself (its work done, or its process died): it still counts."""
@@ -248,6 +272,9 @@ class Progress:
         return job, (job.slots.get(pod_key) if job is not None else None)
 
     def _done(self, job: JobWork, slot: Slot, now: float) -> float:
+        if job.model is not None:  # an elastic job's workers share its progress
+            p = job.progress(now)
+            return min(p, slot.work) if slot.work is not None else p
         done = slot.done + job.progress(now) - slot.start_p
         return min(done, slot.work) if slot.work is not None else done
 
@@ -262,6 +289,11 @@ class Progress:
 
     def _gang_up(self, job: JobWork, now: float) -> list[tuple[str, float]]:
         same_instant = job.down_at == now  # down and up again at once: ends already timed still hold
+        if job.model is not None:
+            job.up_from, job.done_at = now, None
+            costs = self.costs
+            delay = 0.0 if same_instant else costs.start_latency + (costs.resume if job.clock > 0 else 0.0)
+            return self._retime(job, now, delay)
         running = [s for s in job.slots.values() if s.running]
         job.up_from, job.up_gpus, job.done_at = now, sum(s.gpus for s in running), None
         if same_instant:
@@ -283,3 +315,54 @@ class Progress:
         start = now if job.up_since is None or job.up_since < now else job.up_since
         slot.end = start + max(slot.work - self._done(job, slot, now), 0.0) / job.speed
         return [(key, slot.end)]
+
+    # ------------------------------------------------------------ elastic jobs
+
+    def _rescale(self, job: JobWork, now: float) -> list[tuple[str, float]]:
+        """A worker joined or left a running elastic job: it restarts at its new size from where it is."""
+        return self._retime(job, now, self._restart(job, now))
+
+    def _restart(self, job: JobWork, now: float) -> float:
+        """Folds the job's progress in; how long its restart at a new size takes: `resume` once it has
+        progress to carry over, and never less than what is left of a restart under way (joined, not added)."""
+        p = job.progress(now)
+        job.clock = p
+        pending = job.up_since - now if job.up_since is not None and job.up_since > now else 0.0
+        return max(pending, self.costs.resume if p > 0 else 0.0)
+
+    def _retime(self, job: JobWork, now: float, delay: float) -> list[tuple[str, float]]:
+        """Train from `now + delay` at the rate of the running workers; every running run's new end."""
+        assert job.model is not None
+        n, nodes = job.workers()
+        if job.up_since is not None and job.up_since > now:  # a delay under way is replaced, not added to
+            job.overhead -= job.up_gpus * (job.up_since - now)
+        job.up_gpus = sum(s.gpus for s in job.slots.values() if s.running)
+        job.up_since = now + delay
+        job.speed = job.model.rate(n, nodes)
+        job.overhead += job.up_gpus * delay
+        out: list[tuple[str, float]] = []
+        for key, slot in job.slots.items():
+            if slot.running:
+                out.extend(self._time(job, key, slot, now))
+        return out
+
+    def _stop_elastic(self, job: JobWork, slot: Slot, now: float) -> list[tuple[str, float]]:
+        """A worker of an elastic job stopped: the job shrinks, or goes down to its last checkpoint."""
+        p = job.progress(now)
+        slot.running, slot.end = False, None
+        job.held_gpus -= slot.gpus
+        job.up -= 1
+        if job.up_since is None:
+            return []
+        if job.up >= job.min_available:
+            return self._retime(job, now, self._restart(job, now))
+        c = job.checkpoint
+        saved = p if c == 0 else (math.floor(p / c + _EPS) * c if c is not None else 0.0)
+        if c is not None and job.preempted_at == now:
+            saved -= self.costs.preempt
+        saved = max(min(saved, p), 0.0)
+        job.lost += (p - saved) * (job.held_gpus + slot.gpus)
+        job.ran += now - job.up_from
+        job.clock = saved
+        job.up_since, job.down_at = None, now
+        return []

@@ -41,6 +41,7 @@ class Selection:
     sample: str | None = None  # "pollux"
     seed: int = 0
     checkpoint: float | None = None  # every trace job checkpoints this often (seconds)
+    elastic: bool = False  # every trace job elastic (traces.elastic_range_of)
 
     @property
     def empty(self) -> bool:
@@ -80,7 +81,8 @@ def load_inputs(cluster: str | None, workload: str | None, trace: str | None, se
             raise ValidationError(
                 [
                     FieldError(
-                        "", "--window, --jobs, --rate-scale, --sample and --checkpoint-interval apply to a --trace"
+                        "",
+                        "--window, --jobs, --rate-scale, --sample, --checkpoint-interval and --elastic apply to a --trace",
                     )
                 ]
             )
@@ -155,7 +157,9 @@ def _philly(cluster_spec: str | None, path: Path, sel: Selection) -> Inputs:
     else:
         sample = take(rows, window=sel.window, jobs=sel.jobs, rate_scale=sel.rate_scale)
         chosen, origin, scale, words = sample.rows, sample.origin, sample.rate_scale, sample.description
-    arrivals = tuple(philly_arrivals(chosen, origin, scale, sel.checkpoint))
+    arrivals = tuple(philly_arrivals(chosen, origin, scale, sel.checkpoint, int(gpus) if sel.elastic else 0))
+    if sel.elastic:
+        words += ", every job elastic (half its GPUs to where its goodput peaks)"
     notes = []
     too_big = sum(1 for r in chosen if r.gpus > gpus)
     if too_big:
@@ -173,6 +177,8 @@ def _philly(cluster_spec: str | None, path: Path, sel: Selection) -> Inputs:
 
 def _openb(cluster_spec: str | None, path: Path, sel: Selection) -> Inputs:
     trace = read_openb_pods(path)
+    if sel.elastic:
+        raise ValidationError([FieldError("--elastic", "elastic jobs are made from the Philly trace's gangs")])
     if sel.sample is not None:
         raise ValidationError([FieldError("--sample", "the Pollux/Sia sample is drawn from the Philly trace")])
     if cluster_spec is None:

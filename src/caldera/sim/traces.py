@@ -21,8 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from caldera.core import objects as o
+from caldera.core.elastic import max_key
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.resources import GPU
+from caldera.sim import speedup
 from caldera.sim.inputs import JobArrival
 
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -108,33 +110,76 @@ def checkpoint_annotations(checkpoint: float | None) -> dict[str, str]:
     return {} if checkpoint is None else {CHECKPOINT_INTERVAL: f"{checkpoint:g}"}
 
 
-def gang_job(name: str, queue: str, gpus: int, *, namespace: str = "default", checkpoint: float | None = None) -> o.Job:
+def gang_job(
+    name: str,
+    queue: str,
+    gpus: int,
+    *,
+    namespace: str = "default",
+    checkpoint: float | None = None,
+    elastic: Elastic | None = None,
+) -> o.Job:
     """A job of `gpus` one-GPU workers that must all run together.
 
     One-GPU pods let a gang larger than a node span several nodes (a 16-GPU job
     takes two whole 8-GPU nodes when binpack keeps them free), as Philly's
-    multi-node jobs did."""
+    multi-node jobs did. With `elastic` it runs on min to max workers instead,
+    its duration being its run on `gpus` (`speedup.py`)."""
     container = o.Container(name="worker", requests={GPU: 1000.0})
     template = o.PodTemplate(spec=o.PodSpec(containers=(container,), restart_policy="Never"))
-    task = o.TaskSpec(name="worker", replicas=gpus, template=template)
-    spec = o.JobSpec(tasks=(task,), min_available=gpus, queue=queue)
-    meta = o.ObjectMeta(name=name, namespace=namespace, annotations=checkpoint_annotations(checkpoint))
+    annotations = checkpoint_annotations(checkpoint)
+    low = high = gpus
+    if elastic is not None:
+        low, high = elastic.low, elastic.high
+        annotations[max_key("worker")] = str(high)
+        annotations[speedup.MODEL] = elastic.model
+        annotations[speedup.REFERENCE] = str(gpus)
+    task = o.TaskSpec(name="worker", replicas=high, template=template, min_available=None if low == high else low)
+    spec = o.JobSpec(tasks=(task,), min_available=low, queue=queue)
+    meta = o.ObjectMeta(name=name, namespace=namespace, annotations=annotations)
     return o.Job(meta, spec)
 
 
+@dataclass(frozen=True, slots=True)
+class Elastic:
+    """An elastic job's range of workers and its speed-up model's size class (`speedup.CLASS_NOISE`)."""
+
+    low: int
+    high: int
+    model: str
+
+
+def elastic_range_of(gpus: int, duration: float, cluster_gpus: int) -> Elastic:
+    """The range a trace job made elastic gets: from half its GPUs to where its goodput peaks.
+
+    Its class is Pollux's by GPU-hours (< 1, < 10, < 100, more); the top is the size with the highest
+    goodput up to 4 × its GPUs (and the cluster), never below its GPUs."""
+    gpu_hours = gpus * duration / 3600.0
+    model = "small" if gpu_hours < 1 else "medium" if gpu_hours < 10 else "large" if gpu_hours < 100 else "xlarge"
+    model_of = speedup.Speedup(gpus, speedup.CLASS_NOISE[model])
+    high = max(gpus, model_of.best_size(max(min(4 * gpus, cluster_gpus), 1)))
+    return Elastic(max(1, gpus // 2), high, model)
+
+
 def philly_arrivals(
-    rows: list[TraceRow], origin: float | None = None, rate_scale: float = 1.0, checkpoint: float | None = None
+    rows: list[TraceRow],
+    origin: float | None = None,
+    rate_scale: float = 1.0,
+    checkpoint: float | None = None,
+    elastic_gpus: int = 0,
 ) -> Iterator[JobArrival]:
     """One gang job per row, arriving (submit − origin) / rate_scale seconds into the run.
 
     The origin defaults to the first submission. A job is named after its line in
     the file, so the same trace row has the same name in every sample of it. With
-    `checkpoint`, every job checkpoints that often (the trace does not say)."""
+    `checkpoint`, every job checkpoints that often (the trace does not say). With
+    `elastic_gpus` (the cluster's GPUs), every job is elastic (`elastic_range_of`)."""
     if not rows:
         return
     start = rows[0].submit if origin is None else origin
     for r in rows:
-        job = gang_job(f"philly-{r.line}", r.queue, r.gpus, checkpoint=checkpoint)
+        elastic = elastic_range_of(r.gpus, r.duration, elastic_gpus) if elastic_gpus else None
+        job = gang_job(f"philly-{r.line}", r.queue, r.gpus, checkpoint=checkpoint, elastic=elastic)
         yield JobArrival((r.submit - start) / rate_scale, job, r.duration)
 
 

@@ -8,10 +8,9 @@ callers and starts or stops the processes the turn decided (`effects.py`). So ev
 caller sees a consistent state, what is in the store is what the loop decided, and an
 answered request survives a `kill -9` of the daemon.
 
-On start, the state is read back from the store and the pods' processes are
-adopted: those still running are watched again, the outcome of those that
-ended while no daemon watched is recorded (as if it had just happened), and a
-pod the store says runs but that has no process left is recorded as killed.
+On start, the state is read back and the pods' processes adopted (`adoption.py`): running
+ones are watched again, ends that came meanwhile are recorded as if just now, a pod whose
+saved start never happened (a kill between the commit and the start) is started now.
 
 Pods the plane removed after they ran are kept for people (`EndedPods`) with how they
 ended, stored with their job's other pods, until the job is deleted.
@@ -36,6 +35,7 @@ from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system import machine, nodeconfig, persist
 from caldera.system.admission import check_commands, check_data, check_plugins, check_size
+from caldera.system.adoption import adopt
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.clusterviews import ClusterViews
@@ -88,7 +88,7 @@ class EmbeddedCluster:
         self.node_overrides = nodeconfig.with_flags(
             saved.body["spec"] if saved is not None else nodeconfig.empty(), planned, node_labels, node_taints
         )
-        self._save_node_overrides()
+        self._save_node_overrides(self.node_overrides)
         node_list = nodeconfig.apply(planned, self.node_overrides)
         gpus = GpuBook(
             {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
@@ -115,7 +115,7 @@ class EmbeddedCluster:
         self.runtime.elastic_server = self.elastic.endpoint
         self.state.restore()
         self.extras.forget_orphans(self.store)
-        self._adopt()
+        adopt(self.executor, self.plane, self.runtime, self._process_event, self._notify, self.clock)
         self.extras.start()
         self.plane.settle()
         self._commit()
@@ -346,8 +346,9 @@ class EmbeddedCluster:
         def run() -> JSON:
             if name not in self._planned:
                 raise NotFound(f"node {name} not found (nodes: {', '.join(self._planned)})")
-            self.node_overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
-            self._save_node_overrides()
+            overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
+            self._save_node_overrides(overrides)  # first: a store that cannot be written changes nothing
+            self.node_overrides = overrides
             self.state.nodes_changed = True
             (node,) = nodeconfig.apply([self._planned[name]], self.node_overrides)
             self.plane.add_node(node)
@@ -428,18 +429,5 @@ class EmbeddedCluster:
         self.store.put("Config", "", "nodes", {"metadata": {"name": "nodes"}, "spec": spec})
         return planned
 
-    def _save_node_overrides(self) -> None:
-        self.store.put(
-            "Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": self.node_overrides}
-        )
-
-    def _adopt(self) -> None:
-        """Re-attach to the pods' processes; record what happened to those that ended meanwhile."""
-        seen: set[str] = set()
-        for ev in self.executor.adopt():
-            seen.add(ev.key)
-            self._process_event(ev)
-        for pod in list(self.plane.pods.values()):
-            if pod.node_name and not pod.finished and pod.key not in seen:
-                # The store says it runs but no process is left (its pod directory is gone): it was killed.
-                self._process_event(ProcessEvent(pod.key, "exited", 137, 0, self.clock.now()))
+    def _save_node_overrides(self, overrides: nodeconfig.Overrides) -> None:
+        self.store.put("Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": overrides})

@@ -9,11 +9,18 @@ the runtime talks to `HeldEffects`, which queues the starts and stops, and the l
 A start the executor refuses (the pod's process runs already, the command cannot be
 prepared) comes back as the pod's end, through the same path as any process event, so the
 job's policies decide what follows.
+
+For the fault tests only: with CALDERA_FAULT_KILL_BEFORE_START=PREFIX in its environment the
+daemon SIGKILLs itself just before starting a pod whose key begins with PREFIX, i.e. after the
+commit that decided the start: the window a restart must handle. Unset (always, but in those
+tests), nothing happens.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +29,7 @@ from caldera.utils.clock import Clock
 
 log = logging.getLogger("caldera.daemon")
 REFUSED = 126  # a start the executor refused ends as a command that could not be run does in a shell
+KILL_BEFORE_START = "CALDERA_FAULT_KILL_BEFORE_START"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,7 @@ class HeldEffects:
         self._report = report
         self._clock = clock
         self._held: list[_Start | _Stop] = []
+        self._kill_before = os.environ.get(KILL_BEFORE_START, "")  # a fault test's; "" (off) otherwise
 
     def run(self, spec: ProcessSpec) -> None:
         self._held.append(_Start(spec))
@@ -59,6 +68,8 @@ class HeldEffects:
             if isinstance(effect, _Stop):
                 self._executor.stop(effect.key, effect.grace)
                 continue
+            if self._kill_before and effect.spec.key.startswith(self._kill_before):
+                os.kill(os.getpid(), signal.SIGKILL)
             try:
                 self._executor.run(effect.spec)
             except (OSError, ValueError, RuntimeError) as e:

@@ -25,6 +25,7 @@ free capacity.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from itertools import count
 from typing import NamedTuple
 
@@ -168,8 +169,6 @@ def _shape(job: JobInfo) -> tuple[object, ...] | None:
     """What decides whether a fresh gang fits (None for a job already partly placed)."""
     if any(t.status is not TaskStatus.PENDING for t in job.tasks.values()):
         return None
-    tasks = sorted(
-        repr((t.req.tolist(), sorted(t.spec.node_selector.items()), t.spec.node_affinity, t.spec.tolerations))
-        for t in job.tasks.values()
-    )
-    return (job.queue, job.min_available, tuple(sorted(job.min_task_member.items())), tuple(tasks))
+    # The tasks as a multiset of (request, what the predicates look at).
+    tasks = Counter((t.req.tobytes(), t.signature) for t in job.tasks.values())
+    return (job.queue, job.min_available, tuple(sorted(job.min_task_member.items())), frozenset(tasks.items()))

@@ -13,7 +13,10 @@ share leave idle (allocate serves queues in share order, so they come first):
 a gang bigger than its queue's share runs instead of waiting while the cluster
 idles, and what it borrowed is reclaimable when another queue needs its share,
 as Kueue's cohorts borrow. Preemption within a queue and reclaim still only act
-for a queue within its deserved share.
+for a queue within its deserved share; with borrowing, the workers its elastic
+jobs run above their minAvailable do not count towards it (they are lent, and
+given back to any job that needs them), so a queue whose share its own elastic
+jobs fill may still reclaim for a new gang.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 from caldera.core import objects as o
 from caldera.scheduler.framework import PERMIT, REJECT, Plugin
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
+from caldera.scheduler.state import READY, ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
 
 _EPS = 1e-9
 
@@ -253,7 +256,26 @@ class Proportion(Plugin):
         return fits(queue.allocated + task.req, self.deserved.get(queue.name, queue.allocated), task.req)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        if self.borrow:  # what its elastic jobs borrowed above their minimums does not count against its share
+            lent = self._lent(queue.name)
+            if lent is not None:
+                d = self.deserved.get(queue.name, queue.allocated)
+                return fits(queue.allocated - lent + task.req, d, task.req)
         return self.within_share(queue, task)
+
+    def _lent(self, name: str) -> Vector | None:
+        """The resources the queue's jobs hold above their minAvailable (elastic workers), None if nothing."""
+        lent: Vector | None = None
+        for job in self.ssn.state.jobs.values():
+            if job.queue != name:
+                continue
+            spare = job.count(READY) - job.min_available
+            if spare <= 0:
+                continue
+            ready = [t for t in job.tasks.values() if t.status in READY]
+            extra = sum((t.req for t in sorted(ready, key=lambda t: -t.index)[:spare]), np.zeros_like(job.allocated))
+            lent = extra if lent is None else lent + extra
+        return lent
 
     def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return reclaim_victims(self.ssn, self.deserved, candidates)

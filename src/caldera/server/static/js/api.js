@@ -44,6 +44,17 @@ export async function request(path, { method = "GET", body, signal } = {}) {
 
 export const getJSON = (path, signal) => request(path, { signal });
 
+// The page's first data, written into it by the server (what its first API request would answer; see
+// the server's firstview.py), once: null after that, or when the page came without it.
+let first = document.getElementById("caldera-first");
+export function firstData() {
+  const el = first;
+  first = null;
+  if (!el) return null;
+  el.remove();
+  return JSON.parse(el.textContent);
+}
+
 const q = encodeURIComponent;
 export const JOBS = "/apis/batch.volcano.sh/v1alpha1";
 export const jobPath = (ns, name) => `${JOBS}/namespaces/${q(ns)}/jobs/${q(name)}`;

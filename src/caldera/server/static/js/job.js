@@ -2,7 +2,7 @@
 // as a timeline, its logs. Loaded from /describe, then again whenever the watch shows a change to the
 // job, its pods or its podgroup.
 
-import { ApiError, currentVersion, getJSON, jobPath, request, watch } from "./api.js";
+import { ApiError, currentVersion, firstData, getJSON, jobPath, request, watch } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { age, clockTime, duration, h, jobDuration, main, notice, phaseBadge, ready, replace, showError } from "./dom.js";
 import { setLive } from "./live.js";
@@ -32,7 +32,7 @@ async function load() {
     return render();
   }
   try {
-    current = await getJSON(`${jobPath(namespace, name)}/describe`);
+    current = firstData() ?? (await getJSON(`${jobPath(namespace, name)}/describe`));
     gone = false;
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 404)) throw e;

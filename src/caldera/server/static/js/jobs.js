@@ -4,7 +4,7 @@
 // derives it, from the table's partial Jobs and the watch's full ones alike. Filters live in the URL.
 // Only the rows in view are in the DOM (`rows.js`): a thousand jobs open as fast as fifty.
 
-import { getJSON, watch } from "./api.js";
+import { firstData, getJSON, watch } from "./api.js";
 import { age, h, jobDuration, jobHref, main, phaseBadge, ready, replace, showError } from "./dom.js";
 import { setLive } from "./live.js";
 import { windowedRows } from "./rows.js";
@@ -41,6 +41,7 @@ function setFilter(key, value) {
 }
 
 function matches(job) {
+  if (!filters.namespace && !filters.queue && !filters.phase && !filters.name) return true;
   const r = row(job);
   return (!filters.namespace || r.namespace === filters.namespace) && (!filters.queue || r.queue === filters.queue)
     && (!filters.phase || r.phase === filters.phase) && (!filters.name || r.name.toLowerCase().includes(filters.name.toLowerCase()));
@@ -146,12 +147,18 @@ function onEvents(events) {
 
 // Every job as the table view has it now; its version is where the watch goes on from.
 async function list() {
-  const view = await getJSON("/api/v1/jobtable");
+  return show(await getJSON("/api/v1/jobtable"));
+}
+
+// The page's first data may be the first rows only (`partial`, with the whole count): those are drawn,
+// then the whole table is read.
+function show(view) {
   jobs.clear();
   for (const job of view.items) jobs.set(keyOf(job), job);
   sorted = null;
   refilter();
   updateOptions();
+  if (view.partial) count.textContent = `${view.total} jobs`;
   return view.resourceVersion;
 }
 
@@ -177,7 +184,10 @@ replace(
 );
 
 (async () => {
-  const version = await list().catch((e) => showError(e)); // without it, the watch lists every job itself
-  ready();
+  const first = firstData();
+  if (first) show(first);
+  if (first?.partial) ready(); // the first rows are on screen; the whole table follows
+  const version = first && !first.partial ? first.resourceVersion : await list().catch((e) => showError(e));
+  ready(); // without a version, the watch lists every job itself
   watch({ kinds: ["Job"], resourceVersion: version, onEvents, onExpired: list, onState: setLive });
 })();

@@ -5,7 +5,7 @@
 // cards are drawn at once and the rest in the next tasks; a reload draws again only the cards of nodes
 // that changed.
 
-import { getJSON } from "./api.js";
+import { firstData, getJSON } from "./api.js";
 import { GPU, RESOURCE_NAMES, amount, bar, colour, h, jobHref, main, phaseBadge, quantity, replace, showError } from "./dom.js";
 import { follow } from "./live.js";
 
@@ -20,9 +20,18 @@ let filling = null; // the timer of the first draw's next batch
 
 replace(main(), h("div", { class: "row" }, h("h1", {}, "Nodes"), h("span", { class: "spacer" }), summary), grid);
 
+let loads = 0; // loads started: only the latest one's answer is drawn
+
+// The page's first data may be its first nodes only (`partial`, with the whole counts): their cards are
+// drawn, then the whole view is read at once.
 async function load() {
-  const view = await getJSON(`/api/v1/allocations?podsUpTo=${FOLD}`);
+  const first = firstData();
+  if (first?.partial) setTimeout(() => load().catch(showError), 0);
+  const n = ++loads;
+  const view = first ?? (await getJSON(`/api/v1/allocations?podsUpTo=${FOLD}`));
+  if (n !== loads) return view.resourceVersion;
   render(view.items);
+  if (view.partial) summary.textContent = `${view.total} nodes, ${view.pods} pods placed`;
   return view.resourceVersion;
 }
 
@@ -30,7 +39,7 @@ function render(nodes) {
   const pods = nodes.reduce((n, node) => n + node.podCount, 0);
   summary.textContent = `${nodes.length} nodes, ${pods} pods placed`;
   clearTimeout(filling);
-  const first = cards.size === 0;
+  const first = cards.size <= FIRST; // nothing, or only the first cards, drawn yet: the rest in later tasks
   const names = new Set(nodes.map((n) => n.name));
   for (const [name, c] of cards) {
     if (names.has(name)) continue;

@@ -1,14 +1,14 @@
 // Overview: resources allocated against capacity, queues' shares side by side, jobs by phase,
 // the last events. One view (/api/v1/overview), loaded again when jobs, queues or nodes change.
 
-import { getJSON } from "./api.js";
+import { firstData, getJSON } from "./api.js";
 import { GPU, RESOURCE_NAMES, amount, bar, clockTime, h, jobHref, main, phaseBadge, quantity, replace } from "./dom.js";
 import { follow } from "./live.js";
 
 const SHOWN = [GPU, "cpu", "memory"];
 
 async function load() {
-  const view = await getJSON("/api/v1/overview");
+  const view = firstData() ?? (await getJSON("/api/v1/overview"));
   render(view);
   return view.resourceVersion;
 }

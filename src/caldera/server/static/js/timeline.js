@@ -1,8 +1,9 @@
 // Timeline: pods on nodes over time, so gang starts, preemptions and restarts can be seen. From
-// /api/v1/timeline (the stored event history), loaded again when pods change; the present moves on.
+// /api/v1/timeline (the stored event history; as columns, a few times smaller than one object per
+// run, the first in the page itself), loaded again when pods change; the present moves on.
 
-import { getJSON } from "./api.js";
-import { h, jobHref, main, replace } from "./dom.js";
+import { firstData, getJSON } from "./api.js";
+import { h, jobHref, main, replace, showError } from "./dom.js";
 import { gantt } from "./gantt.js";
 import { follow } from "./live.js";
 
@@ -36,14 +37,37 @@ replace(main(),
       h("span", {}, "red end: failed"), h("span", {}, "amber end: preempted, reclaimed or evicted"), h("span", {}, "red line: now"))),
   chart.el);
 
+let loads = 0; // loads started: only the latest one's answer is shown
+let partial = null; // while only the first nodes' runs are here: the whole counts {total, nodes}
+
+// The page's first data may be the runs of its first nodes only (`partial`, with the whole counts):
+// those are drawn, then the whole timeline is read at once.
 async function load() {
+  const first = firstData();
+  if (first?.partial) setTimeout(() => load().catch(showError), 0);
+  const n = ++loads;
   const back = windowSeconds === FIT ? 86400 : windowSeconds;
   const since = back ? Date.now() / 1000 - back : null;
-  const view = await getJSON(`/api/v1/timeline${since ? `?since=${since}` : ""}`);
-  segments = view.items;
+  const view = first ?? (await getJSON(`/api/v1/timeline?format=columns${since ? `&since=${since}` : ""}`));
+  if (n !== loads) return view.resourceVersion;
+  segments = runs(view);
   truncated = view.truncated;
+  partial = view.partial ? { total: view.total, nodes: view.nodes } : null;
   show();
   return view.resourceVersion;
+}
+
+// The runs of the columns form (see the server's views.timeline_columns) as one object each.
+function runs({ count, strings, t0, columns: c }) {
+  const out = new Array(count);
+  for (let i = 0; i < count; i++) {
+    out[i] = {
+      namespace: strings[c.namespace[i]], pod: strings[c.pod[i]], job: strings[c.job[i]], task: strings[c.task[i]],
+      node: strings[c.node[i]], start: t0 + c.start[i] / 1000, end: c.end[i] === null ? null : t0 + c.end[i] / 1000,
+      outcome: strings[c.outcome[i]], exitCode: c.exitCode[i], reason: strings[c.reason[i]], restart: c.restart[i] === 1,
+    };
+  }
+  return out;
 }
 
 let shown = [];
@@ -53,7 +77,8 @@ function show() {
   slide();
   chart.set(shown);
   const nodes = new Set(shown.map((s) => s.node)).size;
-  summary.textContent = `${shown.length} runs on ${nodes} nodes${truncated ? " (the latest only: narrow the window)" : ""}`;
+  const counts = partial && !jobFilter ? `${partial.total} runs on ${partial.nodes} nodes` : `${shown.length} runs on ${nodes} nodes`;
+  summary.textContent = `${counts}${truncated ? " (the latest only: narrow the window)" : ""}`;
 }
 
 function slide() {
