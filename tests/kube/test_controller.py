@@ -11,7 +11,7 @@ import pytest
 from caldera.backends.kube.client import resource_path
 from caldera.testing.waiting import wait_until
 
-from .volcanojobs import PODGROUPS, events_of, kubectl_create, pods_of, task, volcano_job, wait_phase
+from .volcanojobs import JOBS, PODGROUPS, events_of, kubectl_create, pods_of, task, volcano_job, wait_phase
 
 pytestmark = pytest.mark.kube
 
@@ -110,3 +110,36 @@ def test_task_completed_completes_a_parameter_server_job(plane, caldera, namespa
         "the parameter server to be deleted",
         interval=0.2,
     )
+
+
+def test_scaling_an_elastic_job_rewrites_its_svc_host_lists(plane, caldera, namespace, nodes):
+    worker = task("worker", 3, nodes, seconds=None, minAvailable=2)  # elastic: 2 to 3 workers
+    kubectl_create(plane, namespace, volcano_job("elastic", worker, plugins={"svc": []}))
+    wait_phase(plane, namespace, "elastic", "Running")
+    config = resource_path("v1", "configmaps", namespace=namespace, name="elastic-svc")
+    hosts = ["elastic-worker-0.elastic", "elastic-worker-1.elastic", "elastic-worker-2.elastic"]
+    assert plane.kube.get(config)["data"]["worker.host"] == "".join(f"{h}\n" for h in hosts)
+    job = resource_path(*JOBS, namespace=namespace, name="elastic")
+    for replicas in (2, 3):
+        plane.kube.patch(job, {"spec": {"tasks": [{**worker, "replicas": replicas}]}})
+        wait_until(
+            lambda n=replicas: plane.kube.get(config)["data"]["worker.host"] == "".join(f"{h}\n" for h in hosts[:n]),
+            60,
+            f"the svc ConfigMap to list {replicas} workers",
+            interval=0.2,
+        )
+        wait_until(
+            lambda n=replicas: (
+                len(
+                    [
+                        p
+                        for p in pods_of(plane, namespace, "elastic")
+                        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+                    ]
+                )
+                == n
+            ),
+            60,
+            f"{replicas} running workers",
+            interval=0.2,
+        )

@@ -185,6 +185,8 @@ class JobWatch:
                     self.plane.scale(job.key, task.name, task.replicas)
                 except CalderaError as e:
                     self.warn(job, "InvalidUpdate", str(e))
+                    continue
+                self.pods.job_scaled(job.key)
 
     def reject(self, obj: JSON, message: str) -> None:
         key = object_key(obj)

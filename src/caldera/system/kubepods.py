@@ -85,6 +85,7 @@ class KubePods:
         self.gone_nodes: set[str] = set()  # Nodes deleted from the API server
         self._failed: dict[str, float] = {}  # pod key → when its create failed
         self._plugin_objects: set[str] = set()  # job uids whose Service/ConfigMap/Secret exist
+        self._rescaled: set[str] = set()  # job keys whose plugins' files must be written again
 
     # ------------------------------------------------------------ the executor
 
@@ -127,9 +128,14 @@ class KubePods:
     def flush(self, plane: ControlPlane, gates: Mapping[str, Future[JSON]] | None = None) -> bool:
         """Write the plane's wishes; True if the plane was told something (settle it again).
 
+        A scaled job's plugins' files (the svc ConfigMap's host lists) are written again first, before the pods
+        of a scale-up are created.
+
         `gates`: job key → the creation of its PodGroup, under way: that job's pods are created once it
         succeeded (as soon as it did, while other groups are still being created), never if it failed."""
         told = False
+        if self._rescaled:
+            self._rewrite_files(plane)
         deletes = [(k, g) for k, g in self.pending.delete.items()]
         self.pending.delete.clear()
         gone_now: list[str] = []
@@ -241,10 +247,7 @@ class KubePods:
             ports = sorted({port for _, port in job_ports(job)})
             objects.append(("services", manifests.headless_service(job.name, ns, uid, ports)))
         if files or "svc" in plugins:
-            all_files: dict[str, str] = {}
-            for task in job.spec.tasks:  # the files are the same for every pod of a task
-                all_files.update(render(job, task, 0, DnsAddresses(job.name), pod_dir="/").files)
-            objects.append(("configmaps", manifests.files_config_map(job.name, ns, uid, all_files)))
+            objects.append(("configmaps", self._files_config_map(job)))
         if "ssh" in plugins:
             private, public = new_key_pair(f"{job.name}@caldera")
             objects.append(("secrets", manifests.ssh_secret(job.name, ns, uid, private, public)))
@@ -256,6 +259,31 @@ class KubePods:
             return False
         self._plugin_objects.add(uid)
         return True
+
+    def _files_config_map(self, job: o.Job) -> JSON:
+        """The plugins' files of every task (the svc host lists, the MPI hostfile) as the ConfigMap `<job>-svc`."""
+        files: dict[str, str] = {}
+        for task in job.spec.tasks:  # the files are the same for every pod of a task
+            files.update(render(job, task, 0, DnsAddresses(job.name), pod_dir="/").files)
+        return manifests.files_config_map(job.name, job.namespace, job.metadata.uid, files)
+
+    def job_scaled(self, job_key: str) -> None:
+        """A job's tasks were scaled: its plugins' files (host lists) are written again at the next flush."""
+        self._rescaled.add(job_key)
+
+    def _rewrite_files(self, plane: ControlPlane) -> None:
+        rescaled, self._rescaled = self._rescaled, set()
+        for key in rescaled:
+            job = plane.jobs.get(key)
+            if job is None or job.metadata.uid not in self._plugin_objects:
+                continue  # gone, or its objects not written yet (they will be, from the new spec)
+            try:
+                body = self._files_config_map(job)
+                if not body.get("data") and "svc" not in job.spec.plugins:
+                    continue
+                _create_or_replace(self.kube, resource_path("v1", "configmaps", namespace=job.namespace), body)
+            except (KubeError, PluginError) as e:
+                self.notify(job, "FailedCreate", f"rewriting the plugins' files after scaling: {e}")
 
     def forget_job(self, uid: str) -> None:
         self._plugin_objects.discard(uid)

@@ -260,8 +260,9 @@ class KubeController:
         for obj in list(self.api["commands"].values()):
             safely("commands", "ADDED", obj, self._handle)
         log.info(
-            "rebuilt from the API server: %d jobs, %d pods, %d nodes",
+            "rebuilt from the API server: %d jobs (and %d new ones to admit), %d pods, %d nodes",
             len(self.plane.jobs),
+            len(self.jobs.new),
             len(self.plane.pods),
             len(self.plane.nodes),
         )

@@ -32,8 +32,8 @@ version; raised both for a 410 reply and for a watch's ERROR event with code 410
 longer than `read_timeout` raises `Unreachable`: with `allowWatchBookmarks` (always asked for)
 the server sends a BOOKMARK about once a minute, so a silent connection is a dead one.
 
-Invariants: one `httpx.Client` per `KubeClient` (thread-safe: calls may come from several
-threads; each watch holds one connection until it ends or the iterator is closed); a token file
+Invariants: one `httpx.Client` (a pool of kept-alive connections) per `KubeClient` and thread (calls
+may come from several threads; each watch holds one connection until it ends or the iterator is closed); a token file
 is read again whenever it changes on disk (rotated service-account tokens); request and reply
 bodies are JSON, objects are plain dicts (`JSON`).
 """
@@ -43,6 +43,8 @@ from __future__ import annotations
 import builtins
 import json
 import ssl
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Literal, NoReturn, cast
 from urllib.parse import quote
@@ -109,6 +111,15 @@ def resource_path(
     return "/".join(parts)
 
 
+class _ThreadClient:
+    """One thread's httpx client, held by that thread only (its end closes the client)."""
+
+    __slots__ = ("__weakref__", "client")
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.client = client
+
+
 class KubeClient:
     """Requests to one API server as one identity; see the module docstring for the API."""
 
@@ -126,16 +137,35 @@ class KubeClient:
         self._token = BearerToken(config)
         verify: ssl.SSLContext | bool = ssl_context(config) if config.server.startswith("https://") else False
         self._extensions = {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
-        self._http = httpx.Client(
-            base_url=config.server,
-            verify=verify,
-            timeout=timeout,
-            headers={"User-Agent": user_agent, "Accept": "application/json"},
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        )
+        self._client_options: dict[str, object] = {
+            "base_url": config.server,
+            "verify": verify,
+            "timeout": timeout,
+            "headers": {"User-Agent": user_agent, "Accept": "application/json"},
+            "limits": httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        }
+        self._local = threading.local()
+        self._clients: weakref.WeakSet[httpx.Client] = weakref.WeakSet()
+        self._closed = False
+
+    @property
+    def _http(self) -> httpx.Client:
+        """This thread's connection pool: httpx's pool takes one lock per request and per response, which
+        dozens of writer threads sharing one pool spend their time waiting for (a client per thread does not)."""
+        holder: _ThreadClient | None = getattr(self._local, "holder", None)
+        if holder is None:
+            if self._closed:
+                raise Unreachable(f"{self.server}: the client is closed")
+            holder = _ThreadClient(httpx.Client(**self._client_options))  # type: ignore[arg-type]
+            weakref.finalize(holder, holder.client.close)  # the thread ended: its connections are closed
+            self._local.holder = holder
+            self._clients.add(holder.client)
+        return holder.client
 
     def close(self) -> None:
-        self._http.close()
+        self._closed = True
+        for client in list(self._clients):
+            client.close()
 
     def __enter__(self) -> KubeClient:
         return self
