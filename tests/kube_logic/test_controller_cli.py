@@ -22,3 +22,19 @@ def test_a_kubeconfig_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:
     assert result.code == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "not YAML" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_wrong_policy_is_refused_before_anything_connects(tmp_path: Path) -> None:
+    result = caldera("controller", "--kubeconfig", tmp_path / "nope", "--policy", "srtf-gpu")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "caldera: error: --policy: srtf-gpu is the simulator's yardstick: it reads each job's run time, unknown here"
+    )
+
+
+def test_a_scheduler_config_naming_an_unknown_plugin_is_one_line(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: nosuch\n')
+    result = caldera("controller", "--kubeconfig", tmp_path / "nope", "--scheduler-config", conf)
+    assert result.code == 2
+    assert result.stderr.startswith(f"caldera: error: {conf}: tiers[0].plugins[0].name: unknown plugin 'nosuch'")

@@ -20,6 +20,8 @@ from caldera.backends.kube.client import KubeClient
 from caldera.backends.kube.kubeconfig import KubeConfig, in_cluster, load_kubeconfig
 from caldera.backends.kube.lease import LeaseTimes
 from caldera.cli.common import Verb, fail
+from caldera.core.errors import CalderaError
+from caldera.scheduler.policies import RUNNABLE, chosen_config
 from caldera.system.kubernetes import KubeController, LeaderLost, Settings
 
 
@@ -59,6 +61,12 @@ def _config(kubeconfig: str | None, context: str | None) -> KubeConfig:
 @click.option(
     "--id", "identity", default="", help="this replica's name in the Lease (default: $POD_NAME, else host and pid)"
 )
+@click.option("--policy", metavar="NAME", help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)}")
+@click.option(
+    "--scheduler-config",
+    type=click.Path(dir_okay=False),
+    help="the scheduler's configuration, a YAML file in Volcano's format (what volcano-scheduler.conf holds)",
+)
 @click.option("-v", "--verbose", count=True, help="log more (-v info, -vv debug)")
 @click.pass_context
 def controller(
@@ -71,6 +79,8 @@ def controller(
     lease_namespace: str | None,
     lease_duration: float,
     identity: str,
+    policy: str | None,
+    scheduler_config: str | None,
     verbose: int,
 ) -> None:
     """Run caldera's job controller and scheduler against a Kubernetes cluster (Volcano's API)."""
@@ -79,6 +89,10 @@ def controller(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("httpx").setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)  # a line per request
+    try:  # refused before anything connects
+        scheduler = chosen_config(policy, scheduler_config)
+    except CalderaError as e:
+        fail(ctx, str(e))
     config = _config(str(kubeconfig) if kubeconfig else None, context)
     times = LeaseTimes(
         lease_duration=lease_duration, renew_deadline=lease_duration * 0.7, retry_period=min(2.0, lease_duration / 5)
@@ -90,6 +104,7 @@ def controller(
         lease_namespace=lease_namespace or config.namespace or "default",
         identity=identity or os.environ.get("POD_NAME", ""),  # the Deployment sets it (the downward API)
         lease_times=times,
+        scheduler=scheduler,
     )
     stop = threading.Event()
 

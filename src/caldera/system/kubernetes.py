@@ -35,6 +35,7 @@ from caldera.backends.kube.lease import Elector, LeaseTimes
 from caldera.backends.kube.recorder import EventRecorder
 from caldera.core import objects as o
 from caldera.core.errors import CalderaError
+from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
 from caldera.system.kubeevents import PlaneEvents
@@ -73,6 +74,7 @@ class Settings:
     status_workers: int = 6  # concurrent status writes (Jobs, PodGroups, Queues), not waited for
     watch_timeout: int = 300  # seconds a watch lasts before it is opened again
     read_timeout: float = 90.0  # a watch silent this long (no event, no bookmark) is dead
+    scheduler: SchedulerConfig | None = None  # the scheduler's policy (None: the built-in default)
 
 
 class KubeController:
@@ -84,7 +86,7 @@ class KubeController:
         self.pool = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="caldera-write")
         self.pods = KubePods(kube, self.pool, settings.scheduler_name, self._job_object, self._warn, self.clock.now)
         self.pods.elastic_server = settings.elastic_server
-        self.plane = ControlPlane(Scheduler(), self.pods, self.clock)
+        self.plane = ControlPlane(Scheduler(settings.scheduler), self.pods, self.clock)
         self.status_pool = ThreadPoolExecutor(max_workers=settings.status_workers, thread_name_prefix="caldera-status")
         self.group_pool = ThreadPoolExecutor(max_workers=settings.workers // 2, thread_name_prefix="caldera-groups")
         self.status = StatusWriter(kube, self.group_pool, self.status_pool)
