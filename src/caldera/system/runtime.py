@@ -95,7 +95,7 @@ class PortBook:
         low = _ephemeral_low()
         for _ in range(100):
             port = self._random.randrange(PORTS_FROM, low) if low > PORTS_FROM else 0
-            if port and (port in self._used or not _bindable(port)):
+            if port and (port in self._used or not bindable(port)):
                 continue
             if not port:
                 with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -117,7 +117,8 @@ def _ephemeral_low() -> int:
         return 0
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether a listener could bind `port` on HOST now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind((HOST, port))

@@ -24,7 +24,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -34,7 +33,7 @@ from pathlib import Path
 from caldera.backends.shim import group_members, kill_group, proc_stat, read_json, wait_exited, write_json_atomic
 from caldera.core import objects as o
 from caldera.system.podpaths import DATA, parse_data, path_map, rewrite
-from caldera.system.runtime import HOST, SUBMIT_DIR, PortBook
+from caldera.system.runtime import HOST, SUBMIT_DIR, PortBook, bindable
 from caldera.utils.clock import Clock
 
 LOGDIR = "caldera.dev/tensorboard-logdir"
@@ -191,7 +190,7 @@ class TensorBoards:
     def _start(self, job: o.Job, logdir: Path, preferred: int | None) -> None:
         where = job_dir(self.home, job.namespace, job.name)
         where.mkdir(parents=True, exist_ok=True)
-        port = preferred if preferred is not None and _bindable(preferred) and self.ports.claim(preferred) else None
+        port = preferred if preferred is not None and bindable(preferred) and self.ports.claim(preferred) else None
         if port is None:
             port = self.ports.allocate()
         argv = [self.python, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", HOST, "--port", str(port)]
@@ -252,12 +251,3 @@ def _load(path: Path) -> Board | None:
         return Board(pid, ticks, port, str(data["logdir"]), 0.0)
     except (KeyError, ValueError):
         return None
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
