@@ -11,7 +11,6 @@ log followers (`stream_log`) wake up on every change instead of polling.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,10 +24,10 @@ from caldera.core.elastic import check_scale, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.jobkind import applied_as, job_type
 from caldera.core.manifest import parse_object
-from caldera.core.resources import from_units, parse_resource_list
 from caldera.core.validation import priority_class_errors
 from caldera.system.api import JSON, ClusterAPI, Conflict, NotFound
 from caldera.system.timeline import pod_timeline
+from caldera.testing import fake_views
 from caldera.utils.clock import Clock, ManualClock
 
 DEFAULT_NODE: JSON = {
@@ -334,82 +333,16 @@ class FakeCluster:
 
     def overview(self) -> JSON:
         with self._changed:
-            capacity: dict[str, float] = {}
-            allocated: dict[str, float] = {}
-            for n in self.nodes:
-                for name, qty in n["allocatable"].items():
-                    capacity[name] = capacity.get(name, 0.0) + parse_resource_list({name: qty})[name]
-                for name, qty in n["allocated"].items():
-                    allocated[name] = allocated.get(name, 0.0) + parse_resource_list({name: qty})[name]
-            jobs = list(self.jobs.values())
-            queues = [
-                {
-                    "name": name,
-                    "state": q["status"]["state"],
-                    "weight": q["spec"].get("weight", 1),
-                    "capability": q["spec"].get("capability", {}),
-                    "deserved": {},
-                    "allocated": {},
-                    "requested": {},
-                    "jobs": dict(Counter(j.phase for j in jobs if j.queue == name)),
-                }
-                for name, q in sorted(self.queues.items())
-            ]
-            resources = [
-                {
-                    "name": r,
-                    "capacity": from_units(r, capacity[r]),
-                    "allocated": from_units(r, allocated[r]) if allocated.get(r) else "0",
-                }
-                for r in sorted(capacity)
-                if r != "pods"
-            ]
-            return {
-                "resourceVersion": len(self.event_log),
-                "time": self.clock.now(),
-                "nodes": {"total": len(self.nodes), "ready": len(self.nodes)},
-                "resources": resources,
-                "queues": queues,
-                "jobs": dict(Counter(j.phase for j in jobs)),
-                "pods": dict(Counter(p.phase for j in jobs for p in j.pods.values())),
-                "events": self.event_log[-20:],
-            }
+            return fake_views.overview(self.nodes, self.jobs, self.queues, self.event_log, self.clock.now())
 
     def allocations(self, node: str | None = None, pods_up_to: int | None = None) -> JSON:
         with self._changed:
-            items = []
-            for n in self.nodes:
-                if node not in (None, n["name"]):
-                    continue
-                pods: list[JSON] = [
-                    {"namespace": j.namespace, "name": p.name, "job": j.name, "task": p.task, "phase": p.phase}
-                    | {"requests": {}, "gpus": []}
-                    for j in self.jobs.values()
-                    for p in j.pods.values()
-                    if p.node == n["name"] and p.phase not in (o.POD_SUCCEEDED, o.POD_FAILED)
-                ]
-                every = pods_up_to is None or len(pods) <= pods_up_to
-                gpus = int(n.get("gpus", 0))
-                keep = ("allocatable", "allocated", "virtualGpus")
-                items.append(
-                    {"name": n["name"], "ready": True, "gpus": gpus, "gpuIds": list(range(gpus))}
-                    | {"podCount": len(pods), "podsListed": "all" if every else "gpu"}
-                    | {"pods": pods if every else [p for p in pods if p["gpus"]]}
-                    | {k: n[k] for k in keep}
-                )
+            items = fake_views.allocations(self.nodes, self.jobs, node, pods_up_to)
             return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}
 
     def job_table(self) -> JSON:
         with self._changed:
-            items = []
-            for j in (self.jobs[k] for k in sorted(self.jobs)):
-                tasks = [{"name": t["name"], "replicas": t["replicas"]} for t in j.manifest["spec"]["tasks"]]
-                spec = {"queue": j.queue, "minAvailable": j.min_available, "tasks": tasks}
-                running = sum(p.phase == o.POD_RUNNING for p in j.pods.values())
-                status = {"state": {"phase": j.phase}, "running": running, "retryCount": j.retry_count}
-                status |= {"startTime": j.start, "completionTime": j.completion}
-                meta = {"name": j.name, "namespace": j.namespace, "creationTimestamp": j.created}
-                items.append({"kind": "Job", "metadata": meta, "spec": spec, "status": status})
+            items = fake_views.job_table(self.jobs)
             return {"resourceVersion": len(self.event_log), "time": self.clock.now(), "items": items}
 
     def timeline(
