@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,8 +55,24 @@ def test_a_pytorchjob_runs_torch_distributed_with_the_operators_rendezvous(calde
     assert caldera.ok("list", "--no-headers").split()[:2] == ["ddp", "PyTorchJob"]
 
 
-def test_a_tfjob_gets_tf_config_as_the_operator_writes_it(caldera: Caldera) -> None:
-    show = ["python", "-c", "import os; print('TF_CONFIG=' + os.environ['TF_CONFIG'])"]
+# Every pod prints its TF_CONFIG and leaves a mark; the workers end only once all four have printed,
+# because the job completes with its workers and the operator's cleanup then stops the ps and evaluator.
+SHOW_TF_CONFIG = """
+import json, os, pathlib, sys, time
+print("TF_CONFIG=" + os.environ["TF_CONFIG"], flush=True)
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+marks = pathlib.Path(sys.argv[1])
+(marks / f"{task['type']}-{task['index']}").touch()
+deadline = time.monotonic() + 300
+while task["type"] == "worker" and len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
+    time.sleep(0.05)
+"""
+
+
+def test_a_tfjob_gets_tf_config_as_the_operator_writes_it(caldera: Caldera, tmp_path: Path) -> None:
+    marks = tmp_path / "printed"
+    marks.mkdir()
+    show = ["python", "-c", SHOW_TF_CONFIG, str(marks)]
     manifest = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
