@@ -26,10 +26,14 @@ When spares start, and at what priority:
   spare took as much CPU as the new member importing torch that the whole round waited for.
   The spare's main thread, which runs the script, keeps normal priority.
 - On a node whose CPUs are never idle (other work beside the job) an idle import would never
-  end, so every `IDLE_PATIENCE` seconds (5) the spare looks at the CPU time its import got: if
+  end, so every `IDLE_PATIENCE` seconds (1) the spare looks at the CPU time its import got: if
   it was starved (under `STARVED_SHARE`, a tenth of a CPU), it goes on at normal priority. An
-  import that gets CPU stays idle: the CPUs it uses were free, and a member that joins later
-  and imports at normal priority is never slowed by spares grown impatient.
+  import that gets CPU stays idle: the CPUs it uses were free, so a member that joins and
+  imports torch at normal priority is not slowed by spares (on two cores: the newcomer's
+  import on one, the refills sharing the other, a third of it each). On a node busy with other
+  work the refills are starved and go on at normal priority within a second: there the next
+  fault's warm spare and a newcomer's import share the CPUs (checked every 5 s instead, the
+  steady faults of benchmarks/elastic_recovery.py found cold spares at load 12).
 - Going back to normal priority (when starved, or when a round takes the spare before its
   import finished) raises the importing thread back (allowed with CAP_SYS_NICE or RLIMIT_NICE,
   e.g. as root) and the session to nice 0 (allowed to anyone; without CAP_SYS_ADMIN the kernel
@@ -61,7 +65,7 @@ from collections.abc import Mapping, Sequence
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
-IDLE_PATIENCE = 5.0  # seconds between the checks of a refilled spare's idle import for starvation
+IDLE_PATIENCE = 1.0  # seconds between the checks of a refilled spare's idle import for starvation
 STARVED_SHARE = 0.1  # an idle import that got less than this share of a CPU since the last check is starved
 # What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
 # mostly torch._dynamo, which DDP and torch.optim import on first use).
