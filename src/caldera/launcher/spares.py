@@ -31,9 +31,10 @@ When spares start, and at what priority:
   import that gets CPU stays idle: the CPUs it uses were free, so a member that joins and
   imports torch at normal priority is not slowed by spares (on two cores: the newcomer's
   import on one, the refills sharing the other, a third of it each). On a node busy with other
-  work the refills are starved and go on at normal priority within a second: there the next
-  fault's warm spare and a newcomer's import share the CPUs (checked every 5 s instead, the
-  steady faults of benchmarks/elastic_recovery.py found cold spares at load 12).
+  work the refills are starved and go on at normal priority within a second, a second later
+  than they used to: there the next fault's warm spare and a newcomer's import share the CPUs
+  (with a check every 5 s, the steady faults of benchmarks/elastic_recovery.py found cold
+  spares at load 12; whether the 4 s more at idle were the cause was not measured).
 - Going back to normal priority (when starved, or when a round takes the spare before its
   import finished) raises the importing thread back (allowed with CAP_SYS_NICE or RLIMIT_NICE,
   e.g. as root) and the session to nice 0 (allowed to anyone; without CAP_SYS_ADMIN the kernel
