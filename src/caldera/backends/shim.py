@@ -51,6 +51,7 @@ EXIT_FILE = "exit"
 LOG = "log"  # the pod's log, the shim's stdout (`process.LOG_FILE`)
 TIMES_FILE = "log.times"  # "OFFSET SECONDS\n": a line of the log starting there, and the lines after it, came then
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
+PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)  # ignored by the interpreter at start-up: not by the command
 errno_ENOENT = 2  # errno.ENOENT, without importing errno (Linux's number)
 _KILL_ROUNDS = 10  # each round kills every member it saw; more rounds only catch forks in flight
 
@@ -429,7 +430,7 @@ def _spawn(argv: list[str], cwd: bytes, env: dict[bytes, bytes], out: int) -> in
         pid = os.fork()
         if pid == 0:
             try:
-                for sig in FORWARDED:
+                for sig in (*FORWARDED, *PYTHON_IGNORES):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
                 os.chdir(cwd)
