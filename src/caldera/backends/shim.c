@@ -501,7 +501,8 @@ int main(int argc, char **argv) {
     sigset_t forwarded;
     forwarded_set(&forwarded);
     sigprocmask(SIG_UNBLOCK, &forwarded, NULL); /* the executor starts us with them blocked */
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* best effort: without it, orphans go to init */
+    /* Best effort: without it, orphans go to init. */
+    int subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 
     size_t len = 0;
     char *raw = read_all(0, &len);
@@ -526,8 +527,12 @@ int main(int argc, char **argv) {
     log.reader = pipe_fds[0];
     log.writer = pipe_fds[1];
     int code = run(argv + 4, cwd, env, &log);
-    kill_group(getpgrp(), getpid());
-    kill_tree(getpid()); /* what left the group (setsid) but is still below us, the subreaper */
+    /* Every process of our group is below us: we lead the session (only our descendants are in it)
+       and orphans come back to us, a subreaper. So emptying the tree (what left the group with setsid
+       included) empties the group without scanning all of /proc, as shim.py does; unless the
+       subreaper could not be set, when orphans of the group went to init. */
+    if (!subreaper) kill_group(getpgrp(), getpid());
+    kill_tree(getpid());
     drain(&log);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
