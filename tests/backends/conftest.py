@@ -9,7 +9,7 @@ import pytest
 
 from caldera.backends.local import NATIVE_SHIM, SHIM_VAR, LocalExecutor, shim_command
 from caldera.backends.process import DONE_FILE, PROC_FILE, ProcRecord
-from caldera.backends.shim import group_members
+from caldera.backends.procfs import group_members
 
 from .harness import Pods
 

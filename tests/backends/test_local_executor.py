@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from caldera.backends.process import ProcessSpec
-from caldera.backends.shim import group_members, proc_stat
+from caldera.backends.procfs import group_members, proc_stat
 from caldera.testing.waiting import wait_until
 
 from .harness import NS, Pods, parked, python, sh

@@ -46,14 +46,16 @@ from caldera.backends.process import (
     prepare,
     retire,
 )
-from caldera.backends.shim import (
+from caldera.backends.procfs import (
     exit_code_of,
     kill_group,
     kill_tree,
     proc_stat,
+    wait_exited,
+    wait_gone,
     with_environment,
-    write_json_atomic,
 )
+from caldera.backends.shim import write_json_atomic
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
@@ -355,7 +357,7 @@ class LocalExecutor:
                 self._add(_Watch(key=key, pid=record.pid, attempt=record.attempt, pidfd=pidfd, pod_dir=where))
             return ProcessEvent(key, "running", None, record.attempt, self._clock.now())
         if pidfd is not None:  # it has recorded its end and is on its way out: let it go
-            shim.wait_exited([pidfd], 10.0)
+            wait_exited([pidfd], 10.0)
             os.close(pidfd)
         status = _reap(record.pid)  # ours only if the previous executor lived in this process (tests)
         if outcome is not None:
@@ -396,7 +398,7 @@ def _kill_marked(where: Path) -> bool:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return shim.wait_gone(pids, 10.0)
+    return wait_gone(pids, 10.0)
 
 
 def _open_same(pid: int, start_ticks: int) -> int | None:
