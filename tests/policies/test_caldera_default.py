@@ -138,3 +138,17 @@ def test_a_gang_that_cannot_fit_its_share_does_not_hold_its_queue_hostage() -> N
     big = next(u for u in result.podgroups if u.job == "big")
     assert big.conditions[-1].type == "Unschedulable"
     state.check_invariants()
+
+
+def test_a_higher_priority_class_preempts_a_job_that_cannot_checkpoint() -> None:
+    """las.max-loss weighs what las's levels gain; a higher PriorityClass preempts whatever the victim loses."""
+    report = run_scenario(
+        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=1)], priority_classes={"high": 1000}),
+        workload=workload(
+            arrival(vcjob("long"), duration=20_000),
+            arrival(vcjob("vip", priority_class="high"), at=5000, duration=100),
+        ),
+        config=DEFAULT,
+    )
+    assert [e["time"] for e in evictions(report, "long")] == [5000.0]
+    assert start_time(report, "vip") == 5000.0

@@ -135,7 +135,9 @@ class LAS(Plugin):
         victims = victims_by_rank(preemptor, candidates, self.level)
         if self.max_loss < 0:
             return victims
-        return [v for v in victims if self._affordable(v.job)]
+        # The budget weighs what las gains by its levels: a higher PriorityClass preempts whatever it costs.
+        mine = preemptor.job.priority
+        return [v for v in victims if v.job.priority < mine or self._affordable(v.job)]
 
     def _affordable(self, job: JobInfo) -> bool:
         """Whether the job, stopped now, will have lost at most `las.max-loss` GPU-seconds over its life.
