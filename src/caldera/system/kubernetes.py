@@ -211,13 +211,22 @@ class KubeController:
         self.plane.expire_ttls()
         for _ in range(100):
             self.plane.settle()
+            self._hand_touched()
             gates = self.status.flush_podgroups(self.plane)  # a pod never exists without its group
             told = self.pods.flush(self.plane, gates)  # each job's pods once its group exists; before statuses
             self.status.podgroups_created()
             if not told:
                 break
+        self._hand_touched()
         self.status.flush(self.plane)
         self.events.flush(self._pod_uid, self._job_uid)
+
+    def _hand_touched(self) -> None:
+        """The jobs the plane changed since the last call: the writers look only at those."""
+        touched = self.plane.take_touched()
+        if touched:
+            self.status.touched(touched)
+            self.pods.touched(touched)
 
     # ------------------------------------------------------------ changes from the API server
 
