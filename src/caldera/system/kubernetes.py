@@ -20,6 +20,7 @@ a malformed object is reported and skipped, never ends the loop.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -56,6 +57,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "pods": ("v1", "pods"),
 }
 LEASE_NAME = "caldera-controller"
+API_REQUESTS = "API requests sent:"  # logged at the end, with a JSON map of "VERB resource" → count
 
 
 class LeaderLost(CalderaError):
@@ -151,6 +153,7 @@ class KubeController:
             self.group_pool.shutdown(wait=False, cancel_futures=True)
             if self.leading.is_set() and self.settings.leader_election and not self.lost.is_set():
                 self.elector.release()
+            log.info("%s %s", API_REQUESTS, json.dumps(dict(sorted(self.kube.requests.items()))))
 
     def _renew(self, stop: threading.Event) -> None:
         while not stop.is_set() and not self.lost.is_set():
