@@ -42,9 +42,7 @@ def test_a_job_that_passed_several_phases_in_one_turn_gets_one_event_naming_them
 
 
 def test_one_phase_in_a_turn_is_told_as_it_is():
-    assert flushed(phase("a", "Completed", "all tasks succeeded")) == [
-        ("Job", "a", "Completed", "all tasks succeeded")
-    ]
+    assert flushed(phase("a", "Completed", "all tasks succeeded")) == [("Job", "a", "Completed", "all tasks succeeded")]
 
 
 def test_events_other_than_job_phases_are_never_folded():
