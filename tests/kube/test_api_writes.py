@@ -28,7 +28,8 @@ SINGLE_POD_JOBS = 20
 def controller(plane):
     install_volcano_crds(plane)
     kube = KubeClient(load_kubeconfig(str(plane.kubeconfig)))
-    controller = KubeController(kube, Settings(leader_election=False, identity="api-writes"))
+    # Short watches, so that its informers end soon after it stops (before their connections are closed).
+    controller = KubeController(kube, Settings(leader_election=False, identity="api-writes", watch_timeout=3))
     stop = threading.Event()
     thread = threading.Thread(target=controller.run, args=(stop,), name="controller under test", daemon=True)
     thread.start()
@@ -36,6 +37,8 @@ def controller(plane):
     yield controller
     stop.set()
     thread.join(60)
+    for informer in controller._informers:
+        informer.join(60)
     kube.close()
 
 
