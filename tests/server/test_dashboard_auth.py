@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from caldera.server.assets import asset_version
 from caldera.server.auth import COOKIE, Sessions
-from caldera.server.dashboard import asset_version
+from caldera.server.dashboard import STATIC
 from caldera.testing.fake_cluster import FakeCluster
 from caldera.utils.clock import ManualClock
 
@@ -176,7 +177,7 @@ def test_a_session_expires() -> None:
 
 
 def test_static_files_need_no_session_and_are_cached_for_good(browser: httpx.Client) -> None:
-    v = asset_version()
+    v = asset_version(STATIC)
     for path in ("app.css", "icon.svg", "js/api.js", "js/jobs.js"):
         r = browser.get(f"/static/{v}/{path}")
         assert r.status_code == 200, path
@@ -185,11 +186,16 @@ def test_static_files_need_no_session_and_are_cached_for_good(browser: httpx.Cli
     assert browser.get(f"/static/{v}/js/nope.js").status_code == 404
     assert browser.get(f"/static/{v}/../auth.py").status_code == 404
     assert "javascript" in browser.get(f"/static/{v}/js/api.js").headers["content-type"]
+    css = browser.get(f"/static/{v}/app.css")
+    assert css.content == (STATIC / "app.css").read_bytes() and css.headers["content-type"] == "text/css; charset=utf-8"
+    head = browser.head(f"/static/{v}/app.css")
+    assert head.status_code == 200 and head.content == b"" and head.headers["content-length"] == str(len(css.content))
+    assert browser.post(f"/static/{v}/app.css").status_code == 405
 
 
 def test_a_page_preloads_every_module_it_imports(browser: httpx.Client, live: LiveServer) -> None:
     log_in(browser, live)
-    v = asset_version()
+    v = asset_version(STATIC)
     for path, module, imports in [
         ("/jobs", "jobs", {"api.js", "dom.js", "live.js", "rows.js"}),  # rows.js: imported by jobs.js only
         ("/timeline", "timeline", {"api.js", "dom.js", "live.js", "gantt.js"}),

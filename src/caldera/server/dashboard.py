@@ -21,7 +21,6 @@ no data.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import importlib.util
 import re
@@ -30,13 +29,13 @@ from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from caldera.server.assets import Assets, asset_version
 from caldera.server.auth import (
     CookieToBearer,
     Sessions,
@@ -107,14 +106,6 @@ def module_imports(root: Path = STATIC / "js") -> dict[str, list[str]]:
     return every
 
 
-def asset_version(root: Path = STATIC) -> str:
-    """A hash of every static file's path and contents: it changes whenever one does."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def is_dashboard_path(path: str) -> bool:
     return path in PAGES or path in ("/login", "/logout", "/docs") or path.startswith(("/jobs/", "/static/", "/docs/"))
 
@@ -127,7 +118,7 @@ class Dashboard:
         self.clock = clock
         self.cluster = cluster  # the pages' first data comes from it (without it, each page asks the API)
         self.api = CookieToBearer(app, self.sessions, token)
-        self.version = asset_version()
+        self.version = asset_version(STATIC)
         self.imports = module_imports()
         routes = Router(
             routes=[
@@ -137,7 +128,7 @@ class Dashboard:
                 Route("/login", self._login, methods=["POST"]),
                 Route("/logout", self._logout, methods=["POST"]),
                 Route("/docs", self._docs, methods=["GET", "HEAD"]),
-                Mount(f"/static/{self.version}", app=_Immutable(StaticFiles(directory=STATIC))),
+                Mount(f"/static/{self.version}", app=Assets(STATIC)),
                 Mount("/docs/assets", app=StaticFiles(directory=SWAGGER)),
             ],
             default=_not_found,
@@ -269,28 +260,6 @@ class Dashboard:
             "<code>caldera dashboard</code> prints where.</p></main></body></html>"
         )
         return HTMLResponse(page, status_code=status, headers=PAGE_HEADERS)
-
-
-class _Immutable:
-    """Static files under a versioned path: cached by the browser for good; a missing one is a plain 404."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_cached(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 200:
-                message["headers"] = [
-                    *message["headers"],
-                    (b"cache-control", b"public, max-age=31536000, immutable"),
-                    (b"x-content-type-options", b"nosniff"),
-                ]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_cached)
-        except HTTPException as e:  # StaticFiles says "no such file" (404) or "not a GET" (405) by raising
-            await error_response(e.status_code, "NotFound", f"no such file: {scope['path']}")(scope, receive, send)
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:

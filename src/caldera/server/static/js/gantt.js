@@ -2,7 +2,7 @@
 // of a node (runs that overlap in time take separate lanes), the x axis is time. Only the rows in
 // view are drawn, so ten thousand runs scroll as smoothly as ten.
 
-import { colour, h } from "./dom.js";
+import { clockTime, colour, formatTime, h } from "./dom.js";
 
 const LANE = 18;
 const HEADER = 26;
@@ -123,7 +123,7 @@ export function gantt({ onPick }) {
     tip.hidden = !s;
     if (!s) return;
     tip.replaceChildren(h("strong", {}, s.pod), h("div", {}, `job ${s.job || "?"} · task ${s.task || "?"} · ${s.node}`),
-      h("div", {}, `${new Date(s.start * 1000).toLocaleTimeString([], { hour12: false })} → ${s.end ? new Date(s.end * 1000).toLocaleTimeString([], { hour12: false }) : "now"}`),
+      h("div", {}, `${clockTime(s.start)} → ${s.end ? clockTime(s.end) : "now"}`),
       h("div", {}, `${s.outcome}${s.exitCode !== null ? ` (exit ${s.exitCode})` : ""}${s.restart ? " · restarted in place" : ""}${s.reason ? ` · ${s.reason}` : ""}`));
     tip.style.left = `${ev.clientX + 14}px`;
     tip.style.top = `${ev.clientY + 12}px`;
@@ -185,8 +185,9 @@ function ticks(from, to, count) {
   return out;
 }
 
+const HOUR_MINUTE = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+
 function label(t, span) {
-  const d = new Date(t * 1000);
-  if (span > 2 * 86400) return d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
-  return d.toLocaleTimeString([], { hour12: false, hour: "2-digit", minute: "2-digit", second: span < 600 ? "2-digit" : undefined });
+  if (span > 2 * 86400) return formatTime(t, { month: "short", day: "numeric" }) + " " + formatTime(t, HOUR_MINUTE);
+  return formatTime(t, span < 600 ? { ...HOUR_MINUTE, second: "2-digit" } : HOUR_MINUTE);
 }

@@ -21,7 +21,7 @@ export function logViewer(namespace) {
   const status = h("span", { class: "muted", id: "log-status" });
   const podSelect = h("select", { id: "log-pod", onchange: (e) => open(e.target.value) });
   const followBox = h("input", { type: "checkbox", id: "log-follow", checked: true, onchange: () => open(pod) });
-  const search = h("input", { type: "search", id: "log-search", placeholder: "search…", oninput: () => draw() });
+  const search = h("input", { type: "search", id: "log-search", placeholder: "search…", oninput: redraw });
   const el = h("section", { class: "panel logs", id: "logs" },
     h("div", { class: "row" }, h("h2", {}, "Logs"), podSelect,
       h("label", { class: "row" }, followBox, "follow"), search, h("span", { class: "spacer" }), status),
@@ -37,7 +37,7 @@ export function logViewer(namespace) {
     stream = null;
     pod = name;
     lines = [""];
-    draw();
+    redraw();
     if (!name) return setStatus("no pod");
     // A pod not started has no log yet: it is opened when the pod's phase changes (see `pods`).
     if (phases.get(name) === "Pending") return setStatus("no log yet: the pod has not started");
@@ -73,6 +73,11 @@ export function logViewer(namespace) {
     lines[lines.length - 1] += parts[0];
     for (let i = 1; i < parts.length; i++) lines.push(parts[i]);
     if (lines.length > MAX_LINES) lines = lines.slice(lines.length - MAX_LINES);
+    redraw();
+  }
+
+  // Drawn at the next frame, once however many changes came before it (drawing measures the layout).
+  function redraw() {
     if (frame === null) frame = requestAnimationFrame(draw);
   }
 
