@@ -59,18 +59,23 @@ class PlaneEvents:
 def _folded(events: list[o.Event]) -> list[o.Event]:
     """The turn's events, each job's phase events folded into its last one (module docstring)."""
     phases: dict[tuple[str, str], list[o.Event]] = {}
+    folds = False
     for ev in events:
         if ev.kind == "JobPhase":
-            phases.setdefault((ev.namespace, ev.object), []).append(ev)
-    if all(len(seen) == 1 for seen in phases.values()):
+            seen = phases.setdefault((ev.namespace, ev.object), [])
+            seen.append(ev)
+            folds = folds or len(seen) > 1
+    if not folds:
         return events
     out: list[o.Event] = []
     for ev in events:
-        seen = phases.get((ev.namespace, ev.object)) if ev.kind == "JobPhase" else None
-        if seen is None or len(seen) == 1:
+        if ev.kind != "JobPhase":
+            out.append(ev)
+            continue
+        seen = phases[(ev.namespace, ev.object)]
+        if len(seen) == 1:
             out.append(ev)
         elif ev is seen[-1]:
-            path = " → ".join(e.reason for e in seen)
             message = ev.message or f"job is {ev.reason}"
-            out.append(dataclasses.replace(ev, message=f"{message} ({path})"))
+            out.append(dataclasses.replace(ev, message=f"{message} ({' → '.join(e.reason for e in seen)})"))
     return out

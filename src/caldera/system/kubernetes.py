@@ -57,6 +57,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "pods": ("v1", "pods"),
 }
 LEASE_NAME = "caldera-controller"
+# Kinds read once, at start (to rebuild): afterwards the leader is their only writer, and watching its own
+# writes come back would only cost parsing (a PodGroup's ADDED and MODIFIED events for every job).
+LISTED_ONLY = frozenset({"podgroups"})
 API_REQUESTS = "API requests sent:"  # logged at the end, with a JSON map of "VERB resource" → count
 
 
@@ -115,7 +118,7 @@ class KubeController:
             "nodes": self.cluster.on_nodes,
             "priorityclasses": self.cluster.on_priorityclasses,
             "queues": self.cluster.on_queues,
-            "podgroups": lambda change, obj: None,  # caldera writes them; listed only to rebuild after a restart
+            "podgroups": lambda change, obj: None,  # caldera writes them; listed (not watched) to rebuild
             "jobs": self.jobs.on_jobs,
             "commands": self.cluster.on_commands,
             "pods": self._on_pods,
@@ -141,6 +144,7 @@ class KubeController:
                     timeout_seconds=self.settings.watch_timeout,
                     read_timeout=self.settings.read_timeout,
                     on_synced=self._synced(kind),
+                    watch=kind not in LISTED_ONLY,
                 )
                 self._informers.append(informer.start())
             self._loop(stop)
