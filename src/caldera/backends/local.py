@@ -56,6 +56,7 @@ from caldera.backends.procfs import (
     with_environment,
 )
 from caldera.backends.shim import write_json_atomic
+from caldera.backends.spawn import spawn
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
@@ -227,20 +228,18 @@ class LocalExecutor:
         log = prepare(spec, where, self._clock.now())
         gate_r, gate_w = os.pipe()
         try:
-            pid = os.posix_spawn(
+            # In a new session (pid == pgid: the shim leads a group no caldera process belongs to),
+            # the gate its stdin, the log its stdout and stderr, with FORWARDED blocked until the
+            # shim's handlers are in place: a stop() during its start-up is then handled (recorded,
+            # nothing started) rather than killing it before it can record. Whatever the daemon
+            # ignores, pods do not.
+            pid = spawn(
                 self._shim[0],
                 [*self._shim, str(where), str(spec.attempt), "--", *spec.argv],
-                {},
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, gate_r, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                ],
-                setsid=True,  # pid == pgid: the shim leads a group no caldera process belongs to
-                # Blocked until the shim's handlers are in place: a stop() during its start-up is then
-                # handled (recorded, nothing started) rather than killing it before it can record.
-                setsigmask=shim.FORWARDED,
-                setsigdef=_POD_SIGNALS_DEFAULT,  # whatever the daemon ignores, pods do not
+                stdin=gate_r,
+                log=str(log),
+                blocked=shim.FORWARDED,
+                defaults=_POD_SIGNALS_DEFAULT,
             )
         except BaseException:
             os.close(gate_w)

@@ -1,0 +1,96 @@
+"""Start a shim without holding the interpreter: posix_spawn(3) called through ctypes.
+
+CPython's `os.posix_spawn` keeps the GIL while the C library waits for the child to exec
+(glibc spawns with CLONE_VFORK: the parent sleeps until then). On a busy machine the child may
+wait ~20 ms for a CPU, and every thread of the daemon waits with it: its HTTP server, its
+control loop. A foreign call through ctypes releases the GIL, so here only the calling thread
+(the starter) waits. Where the C library cannot be loaded, `os.posix_spawn` does the same
+thing with the GIL held.
+
+Only what the local executor asks for: a new session, a signal mask, every signal's default
+action restored, stdin from a descriptor, stdout appended to a file and stderr a copy of it, an
+empty environment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Sequence
+from functools import cache
+
+# glibc's flags (spawn.h)
+_SETSIGDEF = 0x04
+_SETSIGMASK = 0x08
+_SETSID = 0x80
+_OPAQUE = 1024  # bytes for posix_spawnattr_t (336 on x86-64 glibc) and posix_spawn_file_actions_t (80)
+_SIGSET = 128  # sizeof(sigset_t) on Linux
+
+
+@cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.posix_spawn.restype = ctypes.c_int
+        return libc if hasattr(libc, "posix_spawnattr_setsigdefault") else None
+    except (OSError, AttributeError):
+        return None
+
+
+def spawn(
+    path: str, argv: Sequence[str], *, stdin: int, log: str, blocked: Sequence[int], defaults: frozenset[int]
+) -> int:
+    """Start `path` with `argv` and no environment in a new session; its pid. OSError if it could not be.
+
+    Its stdin is a copy of `stdin`, its stdout `log` opened for appending (created if need be), its
+    stderr the same; `blocked` signals are blocked, every signal in `defaults` has its default action."""
+    libc = _libc()
+    if libc is None:
+        return os.posix_spawn(
+            path,
+            list(argv),
+            {},
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, stdin, 0),
+                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+            setsigmask=blocked,
+            setsigdef=defaults,
+        )
+    actions = ctypes.create_string_buffer(_OPAQUE)
+    attr = ctypes.create_string_buffer(_OPAQUE)
+    mask = ctypes.create_string_buffer(_SIGSET)
+    dfl = ctypes.create_string_buffer(_SIGSET)
+    _check(libc.posix_spawn_file_actions_init(actions))
+    _check(libc.posix_spawnattr_init(attr))
+    try:
+        _check(libc.posix_spawn_file_actions_adddup2(actions, stdin, 0))
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        _check(libc.posix_spawn_file_actions_addopen(actions, 1, os.fsencode(log), flags, 0o644))
+        _check(libc.posix_spawn_file_actions_adddup2(actions, 1, 2))
+        libc.sigemptyset(mask)
+        for sig in blocked:
+            libc.sigaddset(mask, int(sig))
+        libc.sigemptyset(dfl)
+        for sig in defaults:
+            libc.sigaddset(dfl, int(sig))  # the C library's own signals are refused: they keep theirs
+        _check(libc.posix_spawnattr_setsigmask(attr, mask))
+        _check(libc.posix_spawnattr_setsigdefault(attr, dfl))
+        _check(libc.posix_spawnattr_setflags(attr, ctypes.c_short(_SETSID | _SETSIGMASK | _SETSIGDEF)))
+        words = [os.fsencode(a) for a in argv]
+        c_argv = (ctypes.c_char_p * (len(words) + 1))(*words, None)
+        c_env = (ctypes.c_char_p * 1)(None)
+        pid = ctypes.c_int(0)
+        _check(libc.posix_spawn(ctypes.byref(pid), os.fsencode(path), actions, attr, c_argv, c_env))
+        return pid.value
+    finally:
+        libc.posix_spawn_file_actions_destroy(actions)
+        libc.posix_spawnattr_destroy(attr)
+
+
+def _check(code: int) -> None:
+    """posix_spawn's functions return the error number (they do not set errno)."""
+    if code:
+        raise OSError(code, os.strerror(code))
