@@ -46,19 +46,7 @@ def spawn(
     stderr the same; `blocked` signals are blocked, every signal in `defaults` has its default action."""
     libc = _libc()
     if libc is None:
-        return os.posix_spawn(
-            path,
-            list(argv),
-            {},
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, stdin, 0),
-                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
-                (os.POSIX_SPAWN_DUP2, 1, 2),
-            ],
-            setsid=True,
-            setsigmask=blocked,
-            setsigdef=defaults,
-        )
+        return spawn_holding_the_gil(path, argv, stdin=stdin, log=log, blocked=blocked, defaults=defaults)
     actions = ctypes.create_string_buffer(_OPAQUE)
     attr = ctypes.create_string_buffer(_OPAQUE)
     mask = ctypes.create_string_buffer(_SIGSET)
@@ -88,6 +76,25 @@ def spawn(
     finally:
         libc.posix_spawn_file_actions_destroy(actions)
         libc.posix_spawnattr_destroy(attr)
+
+
+def spawn_holding_the_gil(
+    path: str, argv: Sequence[str], *, stdin: int, log: str, blocked: Sequence[int], defaults: frozenset[int]
+) -> int:
+    """`spawn` by `os.posix_spawn`: the same start, every thread of the process waiting for it."""
+    return os.posix_spawn(
+        path,
+        list(argv),
+        {},
+        file_actions=[
+            (os.POSIX_SPAWN_DUP2, stdin, 0),
+            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ],
+        setsid=True,
+        setsigmask=blocked,
+        setsigdef=defaults,
+    )
 
 
 def _check(code: int) -> None:
