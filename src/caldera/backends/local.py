@@ -25,7 +25,6 @@ import logging
 import os
 import select
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,13 +55,11 @@ from caldera.backends.procfs import (
     with_environment,
 )
 from caldera.backends.shim import write_json_atomic
-from caldera.backends.spawn import spawn
+from caldera.backends.spawn import shim_command, spawn
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
 
-NATIVE_SHIM = Path(sys.executable).parent / "caldera-shim"  # shim.c, built by `make` into the venv
-SHIM_VAR = "CALDERA_SHIM"  # "python": run shim.py even where the C shim is built (tests of both)
 POD_DIR_VAR = "CALDERA_POD_DIR"  # in every pod's environment (the runtime sets it): how its processes are known
 _POD_SIGNALS_DEFAULT = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _log = logging.getLogger(__name__)
@@ -372,20 +369,6 @@ class LocalExecutor:
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
-
-
-def shim_command() -> list[str]:
-    """How a pod's shim is run: the C shim (`shim.c`) where it was built from the current source, else
-    shim.py (same behaviour, ~30 ms more CPU per start); $CALDERA_SHIM=python asks for shim.py."""
-    python = [sys.executable, "-I", "-S", shim.__file__]
-    if os.environ.get(SHIM_VAR) == "python" or not os.access(NATIVE_SHIM, os.X_OK):
-        return python
-    source = Path(shim.__file__).with_suffix(".c")
-    with contextlib.suppress(OSError):  # an install without the source: the binary is what was built
-        if source.stat().st_mtime > NATIVE_SHIM.stat().st_mtime:
-            _log.warning("%s is older than %s (run make): pods use shim.py", NATIVE_SHIM, source)
-            return python
-    return [str(NATIVE_SHIM)]
 
 
 def _kill_marked(where: Path) -> bool:
