@@ -20,6 +20,7 @@ $(BIN)/.installed: pyproject.toml
 CC ?= cc
 shim: $(BIN)/caldera-shim
 $(BIN)/caldera-shim: src/caldera/backends/shim.c
+	@mkdir -p $(BIN)
 	@$(CC) -O2 -Wall -Wextra -static -o $@ $< 2>/dev/null || $(CC) -O2 -Wall -Wextra -o $@ $< \
 	|| echo "no C shim built ($(CC) failed): pods run shim.py"
 
@@ -71,7 +72,8 @@ lint: $(BIN)/.installed
 # side by side: the downloads are network bound, the Go build is CPU bound (minutes the first time; all
 # reused after). The tests marked `kube` need the tools: `pytest -m 'not kube'` leaves them out.
 test:
-	@$(MAKE) --no-print-directory -j3 lint frameworks kube-tools shim
+	@$(MAKE) --no-print-directory -j3 lint frameworks kube-tools
+	@$(MAKE) --no-print-directory shim
 	$(BIN)/pytest
 
 # TensorFlow and PaddlePaddle for tests/frameworks_real, each in a venv of its own outside the
