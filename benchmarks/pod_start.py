@@ -22,8 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-from caldera.backends.local import NATIVE_SHIM, SHIM_VAR, LocalExecutor, shim_command
+from caldera.backends.local import LocalExecutor
 from caldera.backends.process import ProcessEvent, ProcessSpec, pod_dir
+from caldera.backends.spawn import NATIVE_SHIM, SHIM_VAR, shim_command
 
 
 def cpu(who: int) -> float:

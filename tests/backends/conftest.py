@@ -7,9 +7,10 @@ import signal
 
 import pytest
 
-from caldera.backends.local import NATIVE_SHIM, SHIM_VAR, LocalExecutor, shim_command
+from caldera.backends.local import LocalExecutor
 from caldera.backends.process import DONE_FILE, PROC_FILE, ProcRecord
 from caldera.backends.procfs import group_members
+from caldera.backends.spawn import NATIVE_SHIM, SHIM_VAR, shim_command
 
 from .harness import Pods
 

@@ -25,7 +25,6 @@ import logging
 import os
 import select
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,12 +55,11 @@ from caldera.backends.procfs import (
     with_environment,
 )
 from caldera.backends.shim import write_json_atomic
+from caldera.backends.spawn import shim_command, spawn
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
 
-NATIVE_SHIM = Path(sys.executable).parent / "caldera-shim"  # shim.c, built by `make` into the venv
-SHIM_VAR = "CALDERA_SHIM"  # "python": run shim.py even where the C shim is built (tests of both)
 POD_DIR_VAR = "CALDERA_POD_DIR"  # in every pod's environment (the runtime sets it): how its processes are known
 _POD_SIGNALS_DEFAULT = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _log = logging.getLogger(__name__)
@@ -227,20 +225,18 @@ class LocalExecutor:
         log = prepare(spec, where, self._clock.now())
         gate_r, gate_w = os.pipe()
         try:
-            pid = os.posix_spawn(
+            # In a new session (pid == pgid: the shim leads a group no caldera process belongs to),
+            # the gate its stdin, the log its stdout and stderr, with FORWARDED blocked until the
+            # shim's handlers are in place: a stop() during its start-up is then handled (recorded,
+            # nothing started) rather than killing it before it can record. Whatever the daemon
+            # ignores, pods do not.
+            pid = spawn(
                 self._shim[0],
                 [*self._shim, str(where), str(spec.attempt), "--", *spec.argv],
-                {},
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, gate_r, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                ],
-                setsid=True,  # pid == pgid: the shim leads a group no caldera process belongs to
-                # Blocked until the shim's handlers are in place: a stop() during its start-up is then
-                # handled (recorded, nothing started) rather than killing it before it can record.
-                setsigmask=shim.FORWARDED,
-                setsigdef=_POD_SIGNALS_DEFAULT,  # whatever the daemon ignores, pods do not
+                stdin=gate_r,
+                log=str(log),
+                blocked=shim.FORWARDED,
+                defaults=_POD_SIGNALS_DEFAULT,
             )
         except BaseException:
             os.close(gate_w)
@@ -373,20 +369,6 @@ class LocalExecutor:
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
-
-
-def shim_command() -> list[str]:
-    """How a pod's shim is run: the C shim (`shim.c`) where it was built from the current source, else
-    shim.py (same behaviour, ~30 ms more CPU per start); $CALDERA_SHIM=python asks for shim.py."""
-    python = [sys.executable, "-I", "-S", shim.__file__]
-    if os.environ.get(SHIM_VAR) == "python" or not os.access(NATIVE_SHIM, os.X_OK):
-        return python
-    source = Path(shim.__file__).with_suffix(".c")
-    with contextlib.suppress(OSError):  # an install without the source: the binary is what was built
-        if source.stat().st_mtime > NATIVE_SHIM.stat().st_mtime:
-            _log.warning("%s is older than %s (run make): pods use shim.py", NATIVE_SHIM, source)
-            return python
-    return [str(NATIVE_SHIM)]
 
 
 def _kill_marked(where: Path) -> bool:
