@@ -31,6 +31,8 @@ every pod is bound (a watch on the pods sees it). Figures:
 - gang p50 / p99: per job (a gang, or a single pod), its last pod's binding − start (every job
   exists at the start);
 - CPU: user + system seconds of the contender's processes over the run (Volcano: both);
+- caldera's API writes per job, by verb and resource (the counts its client logs when it stops; the probes'
+  jobs counted in, lease renewals left out), printed under the table;
 - new job → bound p50 / max: then, with the contender idle and the workload's pods still running,
   `PROBES` more jobs of the workload's size, one after the other: from just before the Job is created
   (kube-scheduler: before its pods are created, 16 at a time) to when the watch sees the last of its
@@ -46,6 +48,7 @@ every pod is bound (a watch on the pods sees it). Figures:
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import statistics
 import sys
@@ -57,6 +60,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from caldera.backends.kube.client import JSON, resource_path
+from caldera.system.kubernetes import API_REQUESTS
 from caldera.testing.kube import (
     ControlPlane,
     FakeNode,
@@ -93,6 +97,7 @@ class Result:
     cpu: float
     probe_p50: float
     probe_max: float
+    writes: dict[str, int]  # caldera: its API writes over the run (lease renewals left out), by "VERB resource"
 
 
 def container() -> JSON:
@@ -235,6 +240,7 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
         cpu = sum(p.cpu_seconds() for p in processes)
         probes = [probe(plane, watch, contender, f"probe{i}", size) for i in range(PROBES)]
         watch.stop()
+        writes = caldera_writes(processes[0]) if contender == "caldera" else {}
         pods = [p for p in plane.kube.list_all(PODS)[0] if p["metadata"]["labels"]["bench-job"].startswith("job")]
     binds = [bind_time(p) - t0 for p in pods]
     per_job: dict[str, float] = {}
@@ -246,8 +252,18 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
     return Result(
         nodes, workload, contender, total, total / last if last > 0 else float("inf"), last,
         statistics.median(latencies), latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))], cpu,
-        statistics.median(probes), max(probes),
+        statistics.median(probes), max(probes), writes,
     )  # fmt: skip
+
+
+def caldera_writes(process: Process) -> dict[str, int]:
+    """The writes `caldera controller` sent, from the counts it logs when it stops (stopped here)."""
+    process.stop()
+    for line in reversed(process.log_file.read_text(errors="replace").splitlines()):
+        if API_REQUESTS in line:
+            counts: dict[str, int] = json.loads(line.split(API_REQUESTS, 1)[1])
+            return {k: v for k, v in counts.items() if not k.startswith("GET") and not k.endswith("leases")}
+    raise SystemExit(f"caldera controller logged no request counts:\n{process.log_tail()}")
 
 
 def probe(plane: ControlPlane, watch: BindWatch, contender: str, name: str, size: int) -> float:
@@ -277,6 +293,7 @@ def main() -> None:
         "| new job → bound p50 / max (s) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    notes: list[str] = []
     for nodes in (max(1, round(int(n) * args.scale)) for n in args.nodes.split(",")):
         for workload in args.workloads.split(","):
             for contender in contenders:
@@ -287,6 +304,14 @@ def main() -> None:
                     f"{r.probe_p50:.2f} / {r.probe_max:.2f} |",
                     flush=True,
                 )
+                if r.writes:
+                    jobs = r.pods // WORKLOADS[workload][1] + PROBES
+                    detail = ", ".join(f"{k} {v / jobs:.2f}" for k, v in sorted(r.writes.items()))
+                    notes.append(
+                        f"- {r.nodes:,} nodes, {workload}: caldera's API writes per job "
+                        f"{sum(r.writes.values()) / jobs:.2f} ({detail}; lease renewals left out)"
+                    )
+    print("\n".join(["", *notes]) if notes else "", flush=True)
 
 
 if __name__ == "__main__":

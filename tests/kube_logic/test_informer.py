@@ -87,3 +87,21 @@ def test_a_broken_watch_is_opened_again_from_the_last_version():
     )
     assert run(client, 2) == [("ADDED", "a@6"), ("MODIFIED", "a@7")]
     assert client.watched_from[:3] == ["5", "6", "6"]
+
+
+def test_a_list_only_informer_lists_and_ends_without_watching():
+    client = ScriptedClient([([obj("a", "1"), obj("b", "2")], "5")], [])
+    seen: list[str] = []
+    synced = threading.Event()
+    informer = Informer(
+        client,  # type: ignore[arg-type]
+        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        lambda kind, o: seen.append(f"{kind} {o['metadata']['name']}"),  # type: ignore[index]
+        on_synced=synced.set,
+        watch=False,
+    ).start()
+    informer.join(10)
+    client.done.set()
+    assert synced.is_set() and seen == ["ADDED a", "ADDED b"]
+    assert client.watched_from == []  # never watched
+    assert informer.objects.keys() == {"ns/a", "ns/b"}

@@ -1,4 +1,4 @@
-"""The local executor: each pod is a process group on this machine, led by the shim (`shim.py`).
+"""The local executor: each pod is a process group on this machine, led by the shim (`shim.c`, else `shim.py`).
 
 Invariants:
 - a user command runs only once its proc.json is on disk (the shim waits at a gate the executor
@@ -46,18 +46,22 @@ from caldera.backends.process import (
     prepare,
     retire,
 )
-from caldera.backends.shim import (
+from caldera.backends.procfs import (
     exit_code_of,
     kill_group,
     kill_tree,
     proc_stat,
+    wait_exited,
+    wait_gone,
     with_environment,
-    write_json_atomic,
 )
+from caldera.backends.shim import write_json_atomic
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
 
+NATIVE_SHIM = Path(sys.executable).parent / "caldera-shim"  # shim.c, built by `make` into the venv
+SHIM_VAR = "CALDERA_SHIM"  # "python": run shim.py even where the C shim is built (tests of both)
 POD_DIR_VAR = "CALDERA_POD_DIR"  # in every pod's environment (the runtime sets it): how its processes are known
 _POD_SIGNALS_DEFAULT = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _log = logging.getLogger(__name__)
@@ -104,6 +108,7 @@ class LocalExecutor:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        self._shim = shim_command()
         self._thread = threading.Thread(target=self._watch_loop, name="caldera-local-executor", daemon=True)
         self._thread.start()
 
@@ -223,8 +228,8 @@ class LocalExecutor:
         gate_r, gate_w = os.pipe()
         try:
             pid = os.posix_spawn(
-                sys.executable,
-                [sys.executable, "-I", "-S", shim.__file__, str(where), str(spec.attempt), "--", *spec.argv],
+                self._shim[0],
+                [*self._shim, str(where), str(spec.attempt), "--", *spec.argv],
                 {},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, gate_r, 0),
@@ -352,7 +357,7 @@ class LocalExecutor:
                 self._add(_Watch(key=key, pid=record.pid, attempt=record.attempt, pidfd=pidfd, pod_dir=where))
             return ProcessEvent(key, "running", None, record.attempt, self._clock.now())
         if pidfd is not None:  # it has recorded its end and is on its way out: let it go
-            shim.wait_exited([pidfd], 10.0)
+            wait_exited([pidfd], 10.0)
             os.close(pidfd)
         status = _reap(record.pid)  # ours only if the previous executor lived in this process (tests)
         if outcome is not None:
@@ -370,6 +375,20 @@ class LocalExecutor:
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
 
 
+def shim_command() -> list[str]:
+    """How a pod's shim is run: the C shim (`shim.c`) where it was built from the current source, else
+    shim.py (same behaviour, ~30 ms more CPU per start); $CALDERA_SHIM=python asks for shim.py."""
+    python = [sys.executable, "-I", "-S", shim.__file__]
+    if os.environ.get(SHIM_VAR) == "python" or not os.access(NATIVE_SHIM, os.X_OK):
+        return python
+    source = Path(shim.__file__).with_suffix(".c")
+    with contextlib.suppress(OSError):  # an install without the source: the binary is what was built
+        if source.stat().st_mtime > NATIVE_SHIM.stat().st_mtime:
+            _log.warning("%s is older than %s (run make): pods use shim.py", NATIVE_SHIM, source)
+            return python
+    return [str(NATIVE_SHIM)]
+
+
 def _kill_marked(where: Path) -> bool:
     """SIGKILL what is left of a pod whose shim died: the processes that still carry its CALDERA_POD_DIR.
 
@@ -379,7 +398,7 @@ def _kill_marked(where: Path) -> bool:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return shim.wait_gone(pids, 10.0)
+    return wait_gone(pids, 10.0)
 
 
 def _open_same(pid: int, start_ticks: int) -> int | None:

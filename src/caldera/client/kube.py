@@ -26,28 +26,33 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import NoReturn
 
 from caldera import __version__
-from caldera.backends.kube.client import ApiError, KubeClient, KubeError, Unreachable, resource_path
-from caldera.backends.kube.client import Conflict as KubeConflict
-from caldera.backends.kube.client import NotFound as KubeNotFound
+from caldera.backends.kube.client import KubeClient, resource_path
 from caldera.backends.kube.crds import BUS_API
 from caldera.backends.kube.kubeconfig import load_kubeconfig
-from caldera.client.kubeviews import event_summary, job_of, job_summary, node_summaries
+from caldera.client.kubeerrors import errors as _errors
+from caldera.client.kubelogs import LogOptions, stream_log
+from caldera.client.kubeviews import (
+    about,
+    event_summary,
+    job_of,
+    job_summary,
+    node_summaries,
+    plain,
+    podgroup_job,
+    queue_shown,
+    shown,
+)
 from caldera.core import objects as o
 from caldera.core.elastic import check_scale, scale_target, with_elastic_defaults
 from caldera.core.errors import CalderaError, FieldError, ValidationError
 from caldera.core.kubeflow import as_volcano
 from caldera.core.manifest import PRIORITY_CLASS_API, parse_job, parse_object, parse_queue
 from caldera.core.validation import USER_ACTIONS, validate_job_admission
-from caldera.system.api import JSON, Conflict, NotFound
+from caldera.system.api import JSON, Conflict
 
 FIELD_MANAGER = "caldera-cli"
-KWOK_NODE = "kwok.x-k8s.io/node"
-INSTALL = "install it with `caldera kube manifests | kubectl apply --server-side -f -`"
 WATCHABLE = {"Job": (o.JOB_API, "jobs"), "Pod": ("v1", "pods")}
 
 
@@ -74,7 +79,7 @@ class KubeCluster:
             path = resource_path(PRIORITY_CLASS_API, "priorityclasses", name=obj.name)
         body = {k: v for k, v in manifest.items() if k != "status"}
         with _errors(f"{manifest.get('kind')} {obj.name}"):
-            return _plain(self.kube.apply(path, body, field_manager=FIELD_MANAGER, force=True))
+            return plain(self.kube.apply(path, body, field_manager=FIELD_MANAGER, force=True))
 
     def _create_job(self, job: o.Job, manifest: JSON) -> JSON:
         source = f"job {job.name}"
@@ -91,7 +96,7 @@ class KubeCluster:
         body = {**manifest, "metadata": meta}
         try:
             with _errors(source):
-                return _plain(self.kube.create(resource_path(o.JOB_API, "jobs", namespace=job.namespace), body))
+                return plain(self.kube.create(resource_path(o.JOB_API, "jobs", namespace=job.namespace), body))
         except Conflict:
             raise Conflict(f"job {job.key} already exists (delete it first)") from None
 
@@ -172,7 +177,7 @@ class KubeCluster:
         for p in self._list(resource_path("v1", "pods", namespace=namespace), label_selector=o.JOB_NAME_KEY):
             pods.setdefault((p["metadata"].get("namespace"), job_of(p) or ""), []).append(p)
         groups = {
-            (g["metadata"].get("namespace"), _podgroup_job(g)): g
+            (g["metadata"].get("namespace"), podgroup_job(g)): g
             for g in self._list(resource_path(o.SCHEDULING_API, "podgroups", namespace=namespace))
         }
         out = []
@@ -192,12 +197,12 @@ class KubeCluster:
         objects = {name, *(str(p["metadata"]["name"]) for p in pods)}
         if podgroup is not None:
             objects.add(str(podgroup["metadata"]["name"]))
-        events = [e for e in self._list(resource_path("v1", "events", namespace=namespace)) if _about(e, objects)]
+        events = [e for e in self._list(resource_path("v1", "events", namespace=namespace)) if about(e, objects)]
         events.sort(key=lambda e: str(event_summary(e)["time"] or ""))
         return {
-            "job": _plain(job),
+            "job": plain(job),
             "summary": job_summary(job, pods, podgroup),
-            "podgroup": None if podgroup is None else _plain(podgroup),
+            "podgroup": None if podgroup is None else plain(podgroup),
             "events": [event_summary(e) for e in events],
         }
 
@@ -210,22 +215,22 @@ class KubeCluster:
 
     def list_queues(self) -> list[JSON]:
         queues = self._list(resource_path(o.SCHEDULING_API, "queues"))
-        return sorted((_queue_shown(q) for q in queues), key=lambda q: str(q["metadata"]["name"]))
+        return sorted((queue_shown(q) for q in queues), key=lambda q: str(q["metadata"]["name"]))
 
     def get_queue(self, name: str) -> JSON:
         with _errors(f"queue {name}"):
-            return _queue_shown(self.kube.get(resource_path(o.SCHEDULING_API, "queues", name=name)))
+            return queue_shown(self.kube.get(resource_path(o.SCHEDULING_API, "queues", name=name)))
 
     def list_nodes(self) -> list[JSON]:
         nodes = sorted(self._list(resource_path("v1", "nodes")), key=lambda n: str(n["metadata"]["name"]))
         return node_summaries(nodes, self._list(resource_path("v1", "pods"), field_selector="spec.nodeName!="))
 
     def list_priority_classes(self) -> list[JSON]:
-        return sorted((_plain(p) for p in self._classes()), key=lambda p: str(p["metadata"]["name"]))
+        return sorted((plain(p) for p in self._classes()), key=lambda p: str(p["metadata"]["name"]))
 
     def events(self, namespace: str | None = None, objects: tuple[str, ...] = (), since: int = 0) -> list[JSON]:
         found = self._list(resource_path("v1", "events", namespace=namespace))
-        return [event_summary(e) for e in found if not objects or _about(e, set(objects))]
+        return [event_summary(e) for e in found if not objects or about(e, set(objects))]
 
     def changes(
         self, kinds: tuple[str, ...], namespace: str | None = None, since: int | None = None, timeout: float = 0.0
@@ -249,12 +254,12 @@ class KubeCluster:
             if version is None:
                 items, version = self.kube.list_all(path)
                 for item in items:
-                    yield {"type": "ADDED", "object": _shown(item)}
+                    yield {"type": "ADDED", "object": shown(item)}
                 end = {"resourceVersion": version, "annotations": {"k8s.io/initial-events-end": "true"}}
                 yield {"type": "BOOKMARK", "object": {"kind": kinds[0], "metadata": end}}
             seconds = None if timeout is None else max(1, int(timeout))
             for kind, obj in self.kube.watch(path, resource_version=version, timeout_seconds=seconds):
-                yield {"type": kind, "object": _shown(obj)}
+                yield {"type": kind, "object": shown(obj)}
 
     def pod_log(self, namespace: str, pod: str) -> str:
         raise CalderaError("on Kubernetes a pod's log lives on its node: `caldera logs` streams it")
@@ -271,40 +276,8 @@ class KubeCluster:
         previous: bool = False,
     ) -> Iterator[str]:
         """The pod's log from its kubelet (through the API server), as `kubectl logs` reads it."""
-        with _errors(f"pod {namespace}/{pod}"):
-            obj = self.kube.get(resource_path("v1", "pods", namespace=namespace, name=pod))
-        node = (obj.get("spec") or {}).get("nodeName")
-        if not node:
-            raise NotFound(f"pod {namespace}/{pod} has no log (it has not started)")
-        params: dict[str, str | int | bool] = {"follow": follow}
-        if previous:
-            params["previous"] = True
-        if tail is not None and tail >= 0:
-            params["tailLines"] = tail
-        if since_seconds is not None:
-            params["sinceSeconds"] = since_seconds
-        if since_time is not None:
-            params["sinceTime"] = datetime.fromtimestamp(since_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if timestamps:
-            params["timestamps"] = True
-        path = resource_path("v1", "pods", namespace=namespace, name=pod, subresource="log")
-        try:
-            if follow:
-                yield from self.kube.stream_text(path, params)
-            else:
-                yield self.kube.get_text(path, **params)
-        except ApiError as e:
-            self._no_log(namespace, pod, node, e)
-
-    def _no_log(self, namespace: str, pod: str, node: str, e: ApiError) -> NoReturn:
-        where = f"the kubelet of node {node} did not serve it"
-        try:
-            annotations = self.kube.get(resource_path("v1", "nodes", name=node))["metadata"].get("annotations") or {}
-        except KubeError:
-            annotations = {}
-        if KWOK_NODE in annotations:
-            where = f"node {node} is a KWOK fake node: no container runs there, so there is no log to read"
-        raise CalderaError(f"cannot read the log of pod {namespace}/{pod}: {where} ({e.message})") from None
+        options = LogOptions(follow, tail, since_seconds, timestamps, since_time, previous)
+        return stream_log(self.kube, namespace, pod, options)
 
     def info(self) -> JSON:
         """What only a daemon has (its URL, for `dashboard` and `docs`): on Kubernetes, said so."""
@@ -351,7 +324,7 @@ class KubeCluster:
         found = [
             g
             for g in self._list(resource_path(o.SCHEDULING_API, "podgroups", namespace=namespace))
-            if _podgroup_job(g) == name
+            if podgroup_job(g) == name
         ]
         return found[0] if found else None
 
@@ -413,69 +386,8 @@ def _images(job: o.Job) -> list[FieldError]:
     ]
 
 
-def _podgroup_job(group: JSON) -> str:
-    """The job a PodGroup belongs to: its controller owner's name (Volcano names it `<job>-<uid>`)."""
-    for ref in (group.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("kind") == "Job":
-            return str(ref.get("name"))
-    return ""
-
-
-def _about(event: JSON, objects: set[str]) -> bool:
-    return str((event.get("involvedObject") or {}).get("name")) in objects
-
-
-def _shown(obj: JSON) -> JSON:
-    """A watched object as the CLI's rows read it: a pod's exit code and restarts at the top of its status."""
-    obj = _plain(obj)
-    if obj.get("kind") != "Pod":
-        return obj
-    statuses = (obj.get("status") or {}).get("containerStatuses") or []
-    exit_code = next(
-        (t["exitCode"] for c in statuses if (t := (c.get("state") or {}).get("terminated")) is not None), None
-    )
-    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
-    return {**obj, "status": {**(obj.get("status") or {}), "exitCode": exit_code, "restartCount": restarts}}
-
-
-def _plain(obj: JSON) -> JSON:
-    """An object as `kubectl get -o yaml` shows it: without the server-side apply bookkeeping (managedFields)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or "managedFields" not in meta:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-
-
-def _queue_shown(queue: JSON) -> JSON:
-    """A queue whose controller has not written its state yet is Open (as caldera and Volcano read it)."""
-    queue = _plain(queue)
-    status = queue.get("status") or {}
-    return queue if status.get("state") else {**queue, "status": {**status, "state": o.QUEUE_OPEN}}
-
-
 def _daemon_only(what: str) -> CalderaError:
     return CalderaError(f"the {what} is a view of the embedded daemon, not available against a Kubernetes cluster")
-
-
-@contextmanager
-def _errors(what: str) -> Iterator[None]:
-    """Kubernetes' errors as the daemon's: NotFound, Conflict, ValidationError with field paths, CalderaError."""
-    try:
-        yield
-    except KubeNotFound as e:
-        if not e.details.get("name"):
-            raise CalderaError(f"the cluster does not serve {what}: is caldera's API installed? ({INSTALL})") from None
-        raise NotFound(f"{what} not found") from None
-    except KubeConflict as e:
-        raise Conflict(f"{what}: {e.message}") from None
-    except ApiError as e:
-        if e.code == 422 or e.reason == "Invalid":
-            causes = [c for c in e.details.get("causes") or [] if isinstance(c, dict)]
-            errors = [FieldError(str(c.get("field") or ""), str(c.get("message") or "")) for c in causes]
-            raise ValidationError(errors or [FieldError("", e.message)], what) from None
-        raise CalderaError(f"{what}: the API server refused: {e.message}") from None
-    except Unreachable as e:
-        raise CalderaError(f"cannot reach the Kubernetes API server: {e}") from None
 
 
 def connect_kube(kubeconfig: str) -> KubeCluster:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from caldera.core import objects as o
 from caldera.core.jobkind import applied_as, job_type
 from caldera.core.objects import JOB_NAME_KEY, TASK_INDEX_KEY, TASK_SPEC_KEY
 from caldera.core.quantity import QuantityError
@@ -198,3 +199,46 @@ def event_summary(event: Mapping[str, Any]) -> JSON:
         "reason": event.get("reason") or "",
         "message": event.get("message") or "",
     }
+
+
+# ------------------------------------------------------------ objects as the CLI shows them
+
+
+def podgroup_job(group: JSON) -> str:
+    """The job a PodGroup belongs to: its controller owner's name (Volcano names it `<job>-<uid>`)."""
+    for ref in (group.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "Job":
+            return str(ref.get("name"))
+    return ""
+
+
+def about(event: JSON, objects: set[str]) -> bool:
+    return str((event.get("involvedObject") or {}).get("name")) in objects
+
+
+def shown(obj: JSON) -> JSON:
+    """A watched object as the CLI's rows read it: a pod's exit code and restarts at the top of its status."""
+    obj = plain(obj)
+    if obj.get("kind") != "Pod":
+        return obj
+    statuses = (obj.get("status") or {}).get("containerStatuses") or []
+    exit_code = next(
+        (t["exitCode"] for c in statuses if (t := (c.get("state") or {}).get("terminated")) is not None), None
+    )
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    return {**obj, "status": {**(obj.get("status") or {}), "exitCode": exit_code, "restartCount": restarts}}
+
+
+def plain(obj: JSON) -> JSON:
+    """An object as `kubectl get -o yaml` shows it: without the server-side apply bookkeeping (managedFields)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+def queue_shown(queue: JSON) -> JSON:
+    """A queue whose controller has not written its state yet is Open (as caldera and Volcano read it)."""
+    queue = plain(queue)
+    status = queue.get("status") or {}
+    return queue if status.get("state") else {**queue, "status": {**status, "state": o.QUEUE_OPEN}}

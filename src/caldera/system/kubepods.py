@@ -5,7 +5,8 @@ when a pod must go; both only note the wish. `flush(plane)`, after the plane set
 what changed, many requests at once:
 
 1. pods to stop: deleted with their grace period (a pod never written is gone at once);
-2. pods the plane holds that the API server does not: created from their task's template
+2. pods the plane holds that the API server does not (looked for among the jobs the plane touched,
+   `touched`, and those waiting for a retry: a turn costs what changed): created from their task's template
    (`backends.kube.manifests.pod_manifest`), *already bound* when the scheduler placed them
    in the same turn (one request instead of two), else unbound (visible while they wait);
    before the first pod of a job, the `svc` and `ssh` plugins' Service, ConfigMap and Secret;
@@ -86,6 +87,9 @@ class KubePods:
         self._failed: dict[str, float] = {}  # pod key → when its create failed
         self._plugin_objects: set[str] = set()  # job uids whose Service/ConfigMap/Secret exist
         self._rescaled: set[str] = set()  # job keys whose plugins' files must be written again
+        # Job keys whose pods may need a create: those the plane touched (`touched`), those with a pod whose
+        # create failed or could not be rendered yet, and those whose pod's earlier incarnation went.
+        self._dirty: set[str] = set()
 
     # ------------------------------------------------------------ the executor
 
@@ -97,6 +101,10 @@ class KubePods:
         if pod.node_name in self.gone_nodes:
             grace = 0  # no kubelet is left to end it: removed at once, as the pod garbage collector does
         self.pending.delete[pod.key] = 30 if grace is None else int(grace)
+
+    def touched(self, job_keys: set[str]) -> None:
+        """These jobs (or their pods) changed in the plane (`take_touched`): their pods are looked at next flush."""
+        self._dirty |= job_keys
 
     # ------------------------------------------------------------ what the API server says
 
@@ -116,6 +124,8 @@ class KubePods:
         same = current is not None and current.metadata.uid == known.plane_uid
         if kind == "DELETED":
             del self.api[key]
+            if current is not None:
+                self._dirty.add(current.job_key)  # a successor waiting for the name can be created now
             if same:
                 plane.pod_stopped(key, pod_exit_code(pod) if _ended(pod) else None)
             return
@@ -151,26 +161,33 @@ class KubePods:
             told = True
         now = self.now()
         creates: list[tuple[o.Pod, JSON]] = []
-        for pod in plane.pods.values():
-            key = pod.key
-            if pod.deletion_timestamp is not None:
-                continue
-            old = self.api.get(key)
-            if old is not None:
-                if old.plane_uid != pod.metadata.uid and not old.deleting:
-                    # A finished pod the plane let go of (a restarted job): its name is wanted again.
-                    old.deleting = True
-                    to_delete.append((key, 0))
-                continue
-            if now - self._failed.get(key, -RETRY) < RETRY:
-                continue
-            manifest = self._manifest(plane, pod)
-            if manifest is not None:
-                creates.append((pod, manifest))
+        dirty, self._dirty = self._dirty, set()
+        for job_key in dirty:
+            for pod in list(plane.job_pods.get(job_key, {}).values()):
+                key = pod.key
+                if pod.deletion_timestamp is not None:
+                    continue
+                old = self.api.get(key)
+                if old is not None:
+                    if old.plane_uid != pod.metadata.uid and not old.deleting:
+                        # A finished pod the plane let go of (a restarted job): its name is wanted again.
+                        old.deleting = True
+                        to_delete.append((key, 0))
+                    continue
+                if now - self._failed.get(key, -RETRY) < RETRY:
+                    self._dirty.add(job_key)  # tried again once RETRY passed
+                    continue
+                manifest = self._manifest(plane, pod)
+                if manifest is not None:
+                    creates.append((pod, manifest))
+                elif job_key in plane.jobs:
+                    self._dirty.add(job_key)  # its Job or plugins' objects not there yet: tried again
         for (gone, _), error in zip(to_delete, self._parallel(self._delete, to_delete), strict=True):
             if isinstance(error, NotFound):  # gone already: the watch's DELETED may never come for this uid
                 same = self._written(plane, gone)
                 self.api.pop(gone, None)
+                if (current := plane.pods.get(gone)) is not None:
+                    self._dirty.add(current.job_key)
                 if same:
                     plane.pod_stopped(gone)
                     told = True
@@ -190,6 +207,7 @@ class KubePods:
     def _created(self, plane: ControlPlane, pod: o.Pod, result: JSON | Exception) -> None:
         if isinstance(result, Exception):
             self._failed[pod.key] = self.now()
+            self._dirty.add(pod.job_key)
             job = plane.jobs.get(pod.job_key)
             if job is not None:
                 self.notify(job, "FailedCreate", f"creating pod {pod.name}: {result}")

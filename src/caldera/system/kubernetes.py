@@ -20,6 +20,7 @@ a malformed object is reported and skipped, never ends the loop.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -56,6 +57,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "pods": ("v1", "pods"),
 }
 LEASE_NAME = "caldera-controller"
+# Kinds read once, at start (to rebuild): afterwards the leader is their only writer, and watching its own
+# writes come back would only cost parsing (a PodGroup's ADDED and MODIFIED events for every job).
+LISTED_ONLY = frozenset({"podgroups"})
+API_REQUESTS = "API requests sent:"  # logged at the end, with a JSON map of "VERB resource" → count
 
 
 class LeaderLost(CalderaError):
@@ -113,7 +118,7 @@ class KubeController:
             "nodes": self.cluster.on_nodes,
             "priorityclasses": self.cluster.on_priorityclasses,
             "queues": self.cluster.on_queues,
-            "podgroups": lambda change, obj: None,  # caldera writes them; listed only to rebuild after a restart
+            "podgroups": lambda change, obj: None,  # caldera writes them; listed (not watched) to rebuild
             "jobs": self.jobs.on_jobs,
             "commands": self.cluster.on_commands,
             "pods": self._on_pods,
@@ -139,6 +144,7 @@ class KubeController:
                     timeout_seconds=self.settings.watch_timeout,
                     read_timeout=self.settings.read_timeout,
                     on_synced=self._synced(kind),
+                    watch=kind not in LISTED_ONLY,
                 )
                 self._informers.append(informer.start())
             self._loop(stop)
@@ -151,6 +157,7 @@ class KubeController:
             self.group_pool.shutdown(wait=False, cancel_futures=True)
             if self.leading.is_set() and self.settings.leader_election and not self.lost.is_set():
                 self.elector.release()
+            log.info("%s %s", API_REQUESTS, json.dumps(dict(sorted(self.kube.requests.items()))))
 
     def _renew(self, stop: threading.Event) -> None:
         while not stop.is_set() and not self.lost.is_set():
@@ -211,13 +218,22 @@ class KubeController:
         self.plane.expire_ttls()
         for _ in range(100):
             self.plane.settle()
+            self._hand_touched()
             gates = self.status.flush_podgroups(self.plane)  # a pod never exists without its group
             told = self.pods.flush(self.plane, gates)  # each job's pods once its group exists; before statuses
             self.status.podgroups_created()
             if not told:
                 break
+        self._hand_touched()
         self.status.flush(self.plane)
         self.events.flush(self._pod_uid, self._job_uid)
+
+    def _hand_touched(self) -> None:
+        """The jobs the plane changed since the last call: the writers look only at those."""
+        touched = self.plane.take_touched()
+        if touched:
+            self.status.touched(touched)
+            self.pods.touched(touched)
 
     # ------------------------------------------------------------ changes from the API server
 

@@ -5,7 +5,9 @@ After the control plane settled, `flush_podgroups(plane)` (before pods are writt
 subresource of each Job whose status changed (a merge patch), each PodGroup the plane made (created,
 owned by its Job, before any pod of it) or changed or dropped, and each Queue whose counts or state
 changed. What was written is remembered, so an idle turn writes nothing; a failed write is tried
-again at the next flush.
+again at the next flush. Only the jobs the plane touched (`touched(keys)`, from `take_touched`) and
+those whose write ended or failed are looked at, so a turn costs what changed, not what exists; the
+queues' counts of PodGroups by phase are kept up to date the same way.
 
 Only PodGroup creations are waited for (pods need their group). Status writes (Jobs, PodGroups,
 Queues) are sent on their own pool, of fewer threads, and not waited for: their results are taken
@@ -20,7 +22,7 @@ API server before any pod that names it is created.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -41,13 +43,22 @@ class StatusWriter:
         self.kube = kube
         self.pool = pool  # PodGroup creations, waited for
         self.status_pool = status_pool  # status writes, not waited for
-        # (kind, key) → the write in flight and what to do with its result (on the loop thread)
-        self._inflight: dict[tuple[str, str], tuple[Future[Any], Callable[[Any], None]]] = {}
-        self._creating: list[tuple[o.PodGroup, tuple[str, int, str], Future[JSON]]] = []
+        # (kind, key) → the write in flight, the job it is about, and what to do with its result (loop thread)
+        self._inflight: dict[tuple[str, str], tuple[Future[Any], str, Callable[[Any], None]]] = {}
+        self._ended: deque[tuple[str, str]] = deque()  # writes whose future is done, for `collect` (any thread)
+        self._creating: list[tuple[str, o.PodGroup, tuple[str, int, str], Future[JSON]]] = []
         self._jobs: dict[str, tuple[object, JSON]] = {}  # job key → (the status object, what was written)
         self._groups: dict[str, tuple[str, int, str]] = {}  # podgroup key → (phase, conditions, last reason) written
         self._group_uids: dict[str, str] = {}  # podgroup key → uid in the API server
+        self._group_of: dict[str, str] = {}  # job key → the key of its PodGroup in the API server
         self._queues: dict[str, JSON] = {}
+        # Job keys whose job or PodGroup may differ from what was written: the plane's touched jobs
+        # (`take_touched`), and those whose write failed or ended while another change waited. Only these are
+        # looked at, so a turn costs what changed, not what exists.
+        self._dirty_groups: set[str] = set()
+        self._dirty_jobs: set[str] = set()
+        self._counted: dict[str, tuple[str, str]] = {}  # job key → (queue, phase) of its PodGroup, counted
+        self._queue_counts: dict[str, Counter[str]] = {}  # queue → its PodGroups by phase
         self.rejected: dict[str, JSON] = {}  # job key → a status the controller wrote for a job it refused
 
     def adopt_podgroup(self, pg: JSON) -> None:
@@ -81,14 +92,17 @@ class StatusWriter:
     def podgroups_created(self) -> None:
         """Wait for the PodGroup creations `flush_podgroups` sent, and note what was made."""
         creating, self._creating = self._creating, []
-        for pg, seen, future in creating:
+        for job_key, pg, seen, future in creating:
             try:
                 result = future.result()
             except KubeError as e:
                 log.warning("creating podgroup %s failed: %s", pg.key, e)
+                self._dirty_groups.add(job_key)  # tried again at the next flush
                 continue
             self._group_uids[pg.key] = str(result["metadata"].get("uid", ""))
+            self._group_of[job_key] = pg.key
             self._groups[pg.key] = seen  # written with the object: no update needed for it
+            self._dirty_groups.add(job_key)  # changed while it was being created? (compared at the next flush)
 
     def flush(self, plane: ControlPlane) -> None:
         """Everything else: the status of Jobs and Queues."""
@@ -102,19 +116,28 @@ class StatusWriter:
         return len(self._inflight)
 
     def collect(self) -> None:
-        """Take the results of the status writes that ended (on the loop thread)."""
-        for key, (future, done) in list(self._inflight.items()):
-            if future.done():
-                del self._inflight[key]
-                try:
-                    result: Any = future.result()
-                except KubeError as e:
-                    result = e
-                done(result)
+        """Take the results of the status writes that ended (on the loop thread); their jobs are looked at again."""
+        while self._ended:
+            kind, key = self._ended.popleft()
+            future, job_key, done = self._inflight.pop((kind, key))
+            try:
+                result: Any = future.result()
+            except KubeError as e:
+                result = e
+            done(result)
+            if job_key:  # not a queue's
+                (self._dirty_jobs if kind == "job" else self._dirty_groups).add(job_key)
 
-    def _send(self, kind: str, key: str, fn: Callable[[], JSON], done: Callable[[Any], None]) -> None:
+    def touched(self, job_keys: set[str]) -> None:
+        """These jobs, their PodGroups or pods changed in the plane (`take_touched`): look at them at the next flush."""
+        self._dirty_groups |= job_keys
+        self._dirty_jobs |= job_keys
+
+    def _send(self, kind: str, key: str, job_key: str, fn: Callable[[], JSON], done: Callable[[Any], None]) -> None:
         """Write in the background; `done(result or KubeError)` runs at a later `collect`."""
-        self._inflight[(kind, key)] = (self.status_pool.submit(fn), done)
+        future = self.status_pool.submit(fn)
+        self._inflight[(kind, key)] = (future, job_key, done)
+        future.add_done_callback(lambda _: self._ended.append((kind, key)))
 
     def _busy(self, kind: str, key: str) -> bool:
         return (kind, key) in self._inflight
@@ -122,24 +145,40 @@ class StatusWriter:
     # ------------------------------------------------------------ podgroups
 
     def _podgroups(self, plane: ControlPlane) -> dict[str, Future[JSON]]:
-        live = {pg.key: (job_key, pg) for job_key, pg in plane.podgroups.items()}
         gates: dict[str, Future[JSON]] = {}
-        for key, (job_key, pg) in live.items():
+        gone: list[tuple[str, str]] = []  # (job key, podgroup key) of groups the plane no longer has
+        dirty, self._dirty_groups = self._dirty_groups, set()
+        for job_key in dirty:
+            pg = plane.podgroups.get(job_key)
+            written = self._group_of.get(job_key)
+            if written is not None and (pg is None or pg.key != written):
+                if self._busy("podgroup", written):
+                    self._dirty_groups.add(job_key)  # deleted once its update ended
+                    continue
+                gone.append((job_key, written))
+            if pg is None:
+                continue
+            key = pg.key
             if key not in self._group_uids:
                 future = self.pool.submit(self._create_group, (job_key, pg), plane)
-                self._creating.append((pg, _seen(pg), future))
+                self._creating.append((job_key, pg, _seen(pg), future))
                 gates[job_key] = future
-        for key, (_, pg) in live.items():
-            if key not in self._group_uids or self._busy("podgroup", key):
                 continue
+            self._group_of[job_key] = key
+            if self._busy("podgroup", key):
+                continue  # looked at again when that write ended
             seen = _seen(pg)
             if self._groups.get(key) != seen:
-                self._send("podgroup", key, self._update_group(pg), self._group_updated(key, seen))
-        gone = [key for key in self._group_uids if key not in live and not self._busy("podgroup", key)]
-        for key, result in zip(gone, self._parallel(self._delete_group, gone, plane), strict=True):
+                self._send("podgroup", key, job_key, self._update_group(pg), self._group_updated(key, seen))
+        keys = [key for _, key in gone]
+        for (job_key, key), result in zip(gone, self._parallel(self._delete_group, keys, plane), strict=True):
             if not isinstance(result, Exception) or isinstance(result, NotFound):
                 self._group_uids.pop(key, None)
                 self._groups.pop(key, None)
+                if self._group_of.get(job_key) == key:
+                    del self._group_of[job_key]
+            else:
+                self._dirty_groups.add(job_key)  # tried again at the next flush
         return gates
 
     def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
@@ -176,18 +215,22 @@ class StatusWriter:
     # ------------------------------------------------------------ jobs
 
     def _job_statuses(self, plane: ControlPlane) -> None:
-        for key, job in plane.jobs.items():
+        dirty, self._dirty_jobs = self._dirty_jobs, set()
+        for key in dirty:
+            self._count(key, plane.podgroups.get(key))
+            job = plane.jobs.get(key)
+            if job is None:
+                self._jobs.pop(key, None)
+                continue
             written = self._jobs.get(key)
             if (written is not None and written[0] is job.status) or self._busy("job", key):
-                continue
+                continue  # a busy one is looked at again when its write ended
             body = job_status_to_api(job.status, _task_counts(plane, key))
             if written is not None and written[1] == body:
                 self._jobs[key] = (job.status, body)
                 continue
             path = resource_path(*JOBS, namespace=job.namespace, name=job.name, subresource="status")
-            self._send("job", key, _patch(self.kube, path, {"status": body}), self._job_written(plane, job, body))
-        for key in [k for k in self._jobs if k not in plane.jobs]:
-            del self._jobs[key]
+            self._send("job", key, key, _patch(self.kube, path, {"status": body}), self._job_written(plane, job, body))
 
     def _job_written(self, plane: ControlPlane, job: o.Job, body: JSON) -> Callable[[Any], None]:
         status = job.status
@@ -210,14 +253,24 @@ class StatusWriter:
 
     # ------------------------------------------------------------ queues
 
+    def _count(self, job_key: str, pg: o.PodGroup | None) -> None:
+        """Keep the queues' PodGroup counts by phase current for a job looked at (its group made, moved or gone)."""
+        now = (pg.queue, pg.phase) if pg is not None else None
+        old = self._counted.get(job_key)
+        if old == now:
+            return
+        if old is not None:
+            self._queue_counts[old[0]][old[1]] -= 1
+            del self._counted[job_key]
+        if now is not None:
+            self._queue_counts.setdefault(now[0], Counter())[now[1]] += 1
+            self._counted[job_key] = now
+
     def _queue_statuses(self, plane: ControlPlane) -> None:
-        counts: dict[str, Counter[str]] = {name: Counter() for name in plane.queues}
-        for pg in plane.podgroups.values():
-            counts.setdefault(pg.queue, Counter())[pg.phase] += 1
         for name, queue in plane.queues.items():
             if self._busy("queue", name):
                 continue
-            c = counts.get(name, Counter())
+            c = self._queue_counts.get(name, Counter())
             body = {
                 "state": queue.state,
                 "pending": c[o.PG_PENDING],
@@ -228,7 +281,9 @@ class StatusWriter:
             }
             if self._queues.get(name) != body:
                 path = resource_path(*QUEUES, name=name, subresource="status")
-                self._send("queue", name, _patch(self.kube, path, {"status": body}), self._queue_written(name, body))
+                self._send(
+                    "queue", name, "", _patch(self.kube, path, {"status": body}), self._queue_written(name, body)
+                )
 
     def _queue_written(self, name: str, body: JSON) -> Callable[[Any], None]:
         def done(result: Any) -> None:

@@ -45,9 +45,9 @@ import json
 import ssl
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Literal, NoReturn, cast
-from urllib.parse import quote
 
 import httpx
 
@@ -63,6 +63,7 @@ from caldera.backends.kube.errors import (
     raise_status,
 )
 from caldera.backends.kube.kubeconfig import KubeConfig
+from caldera.backends.kube.paths import delete_options, query, query_value, request_kind, resource_path
 
 __all__ = [
     "JSON",
@@ -86,29 +87,6 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",  # JSON is YAML: the manifest is sent as JSON
 }
-
-
-def resource_path(
-    api_version: str,
-    resource: str,
-    *,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-) -> str:
-    """The REST path of a resource: `v1` is the core group (/api/v1), anything else /apis/<group>/<version>."""
-    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    parts = [base]
-    if namespace is not None:
-        parts.append(f"namespaces/{_seg(namespace)}")
-    parts.append(resource)
-    if name is not None:
-        parts.append(_seg(name))
-    if subresource is not None:
-        if name is None:
-            raise ValueError("a subresource needs the object's name")
-        parts.append(subresource)
-    return "/".join(parts)
 
 
 class _ThreadClient:
@@ -147,6 +125,7 @@ class KubeClient:
         self._local = threading.local()
         self._clients: weakref.WeakSet[httpx.Client] = weakref.WeakSet()
         self._closed = False
+        self.requests: Counter[str] = Counter()  # "VERB resource[/subresource]" → requests sent (watches not)
 
     @property
     def _http(self) -> httpx.Client:
@@ -188,7 +167,7 @@ class KubeClient:
         """GET a plain-text stream chunk by chunk until the server ends it (a followed log: pods/NAME/log?follow=true).
 
         `read_timeout` None waits for the next chunk as long as it takes (a quiet log is not a dead one)."""
-        query = {k: _param(v) for k, v in (params or {}).items()}
+        query = {k: query_value(v) for k, v in (params or {}).items()}
         timeout = httpx.Timeout(self._timeout, read=read_timeout)
         try:
             with self._http.stream(
@@ -213,7 +192,7 @@ class KubeClient:
         resource_version_match: str | None = None,
     ) -> JSON:
         """One page of a collection: the List object (`items`, `metadata.resourceVersion`, `metadata.continue`)."""
-        params = _params(
+        params = query(
             labelSelector=label_selector,
             fieldSelector=field_selector,
             limit=limit,
@@ -255,11 +234,11 @@ class KubeClient:
 
     def create(self, path: str, body: JSON, *, field_manager: str | None = None) -> JSON:
         """POST `body` to a collection (or a subresource such as pods/NAME/binding): the stored object."""
-        return self._request("POST", path, body=body, params=_params(fieldManager=field_manager))
+        return self._request("POST", path, body=body, params=query(fieldManager=field_manager))
 
     def replace(self, path: str, body: JSON, *, field_manager: str | None = None) -> JSON:
         """PUT: Conflict if `body`'s metadata.resourceVersion is not the stored one (when it gives one)."""
-        return self._request("PUT", path, body=body, params=_params(fieldManager=field_manager))
+        return self._request("PUT", path, body=body, params=query(fieldManager=field_manager))
 
     def patch(
         self,
@@ -274,7 +253,7 @@ class KubeClient:
             "PATCH",
             path,
             body=patch,
-            params=_params(fieldManager=field_manager),
+            params=query(fieldManager=field_manager),
             content_type=PATCH_CONTENT_TYPES[kind],
         )
 
@@ -282,7 +261,7 @@ class KubeClient:
         """Server-side apply of `manifest` to the object at `path` (created if absent) as `field_manager`.
 
         `force` takes over fields another manager owns (else a Conflict names them)."""
-        params = _params(fieldManager=field_manager, force="true" if force else None)
+        params = query(fieldManager=field_manager, force="true" if force else None)
         return self._request("PATCH", path, body=manifest, params=params, content_type=PATCH_CONTENT_TYPES["apply"])
 
     def delete(
@@ -295,7 +274,7 @@ class KubeClient:
     ) -> JSON:
         """DELETE one object: the object (now terminating) or a Status, as the server answers."""
         return self._request(
-            "DELETE", path, body=_delete_options(grace_period_seconds, propagation_policy, preconditions)
+            "DELETE", path, body=delete_options(grace_period_seconds, propagation_policy, preconditions)
         )
 
     def delete_collection(
@@ -311,8 +290,8 @@ class KubeClient:
         return self._request(
             "DELETE",
             path,
-            body=_delete_options(grace_period_seconds, propagation_policy, None),
-            params=_params(labelSelector=label_selector, fieldSelector=field_selector),
+            body=delete_options(grace_period_seconds, propagation_policy, None),
+            params=query(labelSelector=label_selector, fieldSelector=field_selector),
         )
 
     # ------------------------------------------------------------ watch
@@ -334,7 +313,7 @@ class KubeClient:
         metadata.resourceVersion: where to watch from next; the server also sends one shortly before it
         ends a watch at `timeout_seconds`). Raises Gone when the version is too old, ApiError for another ERROR event, Unreachable when nothing (not even
         a bookmark) arrived for `read_timeout` seconds or the connection broke."""
-        params = _params(
+        params = query(
             watch="true",
             allowWatchBookmarks="true",
             resourceVersion=resource_version,
@@ -393,11 +372,12 @@ class KubeClient:
         headers = self._token.headers()
         if content is not None:
             headers["Content-Type"] = content_type
+        self.requests[f"{method} {request_kind(path)}"] += 1  # a lost count under a thread race is harmless
         try:
             reply = self._http.request(
                 method,
                 path,
-                params={k: _param(v) for k, v in (params or {}).items()},
+                params={k: query_value(v) for k, v in (params or {}).items()},
                 content=content,
                 headers=headers,
                 extensions=self._extensions,
@@ -412,33 +392,6 @@ class KubeClient:
         if isinstance(e, httpx.TimeoutException):
             raise Unreachable(f"{self.server}: {what}: no answer in time ({type(e).__name__})") from None
         raise Unreachable(f"{self.server}: {what}: {type(e).__name__}: {e}") from None
-
-
-def _delete_options(
-    grace_period_seconds: int | None, propagation_policy: str | None, preconditions: Mapping[str, str] | None
-) -> JSON:
-    options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1"}
-    if grace_period_seconds is not None:
-        options["gracePeriodSeconds"] = grace_period_seconds
-    if propagation_policy is not None:
-        options["propagationPolicy"] = propagation_policy
-    if preconditions:
-        options["preconditions"] = dict(preconditions)
-    return options
-
-
-def _params(**values: str | int | bool | None) -> dict[str, str | int | bool]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def _param(value: str | int | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _seg(value: str) -> str:
-    return quote(value, safe="")
 
 
 def _watch_event(line: str) -> WatchEvent:

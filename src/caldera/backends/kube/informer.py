@@ -7,7 +7,9 @@ server ends (`timeoutSeconds`) is opened again from the last version; a 410 Gone
 was compacted away) lists again and hands on the difference with what was known (objects that
 vanished meanwhile as DELETED, changed ones as MODIFIED), so a consumer sees every object's last
 state exactly as if it had watched all along. A connection silent for longer than `read_timeout`
-(no event, not even a bookmark) counts as broken: it is opened again after a back-off.
+(no event, not even a bookmark) counts as broken: it is opened again after a back-off. With
+`watch=False` it only lists (until a list succeeds) and ends: for a kind read once at start, whose
+changes afterwards are only the consumer's own writes (not worth parsing again).
 
 Invariants: `deliver` is called from this informer's thread only, in the API server's order for
 each object; `objects` holds the last state of every object that was delivered and not deleted;
@@ -47,6 +49,7 @@ class Informer:
         max_backoff: float = 10.0,
         label_selector: str | None = None,
         on_synced: Callable[[], None] | None = None,
+        watch: bool = True,
     ) -> None:
         self.kube = kube
         self.path = path
@@ -57,6 +60,7 @@ class Informer:
         self._max_backoff = max_backoff
         self._label_selector = label_selector
         self._on_synced = on_synced
+        self._keep_watching = watch
         self.objects: dict[str, JSON] = {}
         self.version = ""
         self.synced = threading.Event()
@@ -86,6 +90,8 @@ class Informer:
                 if need_list:
                     self._list()
                     need_list = False
+                if not self._keep_watching:
+                    return
                 self._watch()
                 backoff = 0.0
             except Gone:

@@ -69,6 +69,11 @@ class EventRecorder:
         except queue.Full:
             self.dropped += 1
 
+    @property
+    def idle(self) -> bool:
+        """Every event recorded so far was written (or dropped)."""
+        return self._queue.unfinished_tasks == 0
+
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued (for at most `timeout` seconds), then stop."""
         try:
@@ -88,3 +93,5 @@ class EventRecorder:
                 self.written += 1
             except KubeError as e:
                 log.debug("event %s/%s not written: %s", namespace, event["reason"], e)
+            finally:
+                self._queue.task_done()
