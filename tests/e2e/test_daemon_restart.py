@@ -41,6 +41,8 @@ def two_pods(early: list[str], late: list[str]) -> dict[str, Any]:
 
 
 def shim_pid(pod_dir: Path) -> int:
+    # Running means the start is saved; the daemon's starter thread spawns the shim a moment later.
+    wait_until((pod_dir / "proc.json").exists, timeout=30, what=f"the shim of {pod_dir.name}")
     return int(json.loads((pod_dir / "proc.json").read_text())["pid"])
 
 

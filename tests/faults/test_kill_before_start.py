@@ -86,3 +86,39 @@ def test_a_pod_whose_start_was_saved_but_not_done_is_started_after_a_restart(tmp
     finally:
         left = bring_down(daemon)
     assert not left, f"processes left after `caldera down`: {left}"
+
+
+def test_starts_queued_behind_the_killed_one_are_each_done_once_after_a_restart(tmp_path: Path) -> None:
+    """Five pods decided in one turn: the starter thread starts 0 and 1, the daemon dies at 2's start
+    with 2, 3 and 4 queued. The restarted daemon adopts 0 and 1 and starts the other three, each once."""
+    daemon = Daemon(tmp_path / "home")
+    daemon.up("--nodes", "1", "--cpus-per-node", "4", "--memory-per-node", "4Gi",
+              env={KILL_BEFORE_START: "default/five-worker-2"})  # fmt: skip
+    release = tmp_path / "release"
+    body = manifest("five", waits_for(release))
+    body["spec"]["tasks"][0]["replicas"] = 5
+    started = Path(str(release) + ".started")
+    left: list[str] = []
+    try:
+        info = read_daemon(daemon.home)
+        assert info is not None
+        with connect(daemon.home, timeout=60) as api, contextlib.suppress(CalderaError, httpx.HTTPError):
+            api.apply(body)
+        wait_until(lambda: not pid_alive(info.pid), timeout=60, what="the daemon to kill itself at pod 2's start")
+        assert set(shims(daemon.home)) <= {"default/five-worker-0", "default/five-worker-1"}
+
+        daemon.up()
+        with connect(daemon.home, timeout=60) as api:
+            wait_until(lambda: len(started.read_text().split()) == 5 if started.exists() else False,
+                       timeout=120, what="all five pods started")  # fmt: skip
+            processes_match(daemon, seed=0)
+            pods = api.get_job("default", "five")["pods"]
+            assert sorted(p["name"] for p in pods) == [f"five-worker-{i}" for i in range(5)]
+            assert all(p["phase"] == "Running" and p["restarts"] == 0 for p in pods), pods
+            release.touch()
+            wait_until(lambda: api.get_job("default", "five")["phase"] == "Completed", timeout=120,
+                       what="the job to complete")  # fmt: skip
+        assert len(started.read_text().split()) == 5, "a pod ran twice"
+    finally:
+        left = bring_down(daemon)
+    assert not left, f"processes left after `caldera down`: {left}"
