@@ -25,12 +25,13 @@ is the TTL + 1 s). Then a new launcher joins: time until the three train at worl
 (`step world=N ... restart=R ... time=T`, T in Unix seconds); the fault's time is taken just
 before the kill or the command. Timestamps of different processes on one machine share a clock.
 
-    python benchmarks/elastic_recovery.py [--repeat 3] [--only cluster|launcher]
+    python benchmarks/elastic_recovery.py [--repeat 3] [--only cluster|launcher] [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -215,8 +216,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steady", type=float, default=12.0, help="seconds of training before each fault")
     parser.add_argument("--only", choices=["cluster", "launcher"], help="run one of the two parts")
+    parser.add_argument("--keep", type=Path, help="work in this new directory and keep it (pod and launcher logs)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="caldera-bench-elastic-") as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)
+    work: contextlib.AbstractContextManager[str] = (
+        contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory(prefix="caldera-bench-")
+    )
+    with work as tmp:
         if args.only in (None, "cluster"):
             cluster(args.repeat, args.steady, Path(tmp) / "cluster")
         if args.only in (None, "launcher"):

@@ -43,12 +43,18 @@ def elastic_reading(part: Part, parts: Sequence[Part]) -> list[str]:
     las_elastic = _mean([p["avgJCT"] for p in rows.get("las", [])])
     if mine and las_elastic:
         better = "lower" if mine < las_elastic else "higher"
+        pairs_las = list(zip(rows[DEFAULT], rows.get("las", []), strict=False))
+        wins = sum(1 for e, r in pairs_las if e["avgJCT"] <= r["avgJCT"])
         out.append(
             f"- las given the same elastic jobs: {_h(las_elastic)} h; caldera-default's is {better} by "
-            f"{100 * abs(mine - las_elastic) / las_elastic:.0f} %. The gain is the jobs' elasticity more than the "
-            "policy's: the scheduler grows a job into idle GPUs through allocate and shrinks it by evicting its "
-            "workers above minAvailable, whatever the policy; caldera-default's queue shares (proportion) hold the "
-            "largest elastic jobs near their queue's share where las lets the first to come grow."
+            f"{100 * abs(mine - las_elastic) / las_elastic:.0f} % (lower or equal on {wins} of {len(pairs_las)} "
+            "samples). Most of the gain over fixed-size jobs is the jobs' elasticity: under either policy the "
+            "scheduler grows a job into idle GPUs through allocate and shrinks it by evicting its workers above "
+            "minAvailable. caldera-default keeps queue shares too; its reclaim takes any job's workers above its "
+            "minimum whatever that job's queue's share (proportion.borrow: they are lent), so a queue over its "
+            "share still gets its new gangs their minimum. Before that rule such a queue's new jobs waited, or "
+            "ran at their minimum, while other queues' elastic jobs ran at their maximum: 0.71 h against las's "
+            "0.43 h (run of 2026-11-28 06:34 UTC)."
         )
     run = _mean([r.get("meanRunTime") for r, _, _ in part.runs])
     if run:

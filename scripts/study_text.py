@@ -393,11 +393,13 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
         text += [f"This run is smaller than `make study`'s: {'; '.join(left)} (time on the shared machine).", ""]
     if any(not p.ran for p in parts):
         text += [
-            "Parts without a run date were not rerun when elastic jobs, Volcano's second preempt phase and "
-            "proportion.borrow's lent workers came: none of them changes what a policy does with jobs of fixed "
-            "size whose tasks share one priority, as every trace job here is. Their results.json files got the "
-            "median run time per size class (medianRunByClass, a property of the sample, not of a run) from the "
-            "same samples, for the wait goal.",
+            "Parts without a run date were not rerun when elastic jobs, Volcano's second preempt phase, "
+            "proportion.borrow's lent workers (not counted against their queue's share, and reclaimable whatever "
+            "it) and caldera-default's `las.max-loss: 0` came: none of them changes what a policy does with "
+            "checkpointing jobs of fixed size whose tasks share one priority, as every trace job of those parts "
+            "is (max-loss spares only jobs that cannot checkpoint; lent workers are an elastic job's workers "
+            "above its minimum). Their results.json files got the median run time per size class "
+            "(medianRunByClass, a property of the sample, not of a run) from the same samples, for the wait goal.",
             "",
         ]
     text += [FOOTER]

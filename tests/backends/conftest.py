@@ -9,13 +9,19 @@ import pytest
 
 from caldera.backends.local import LocalExecutor
 from caldera.backends.process import DONE_FILE, PROC_FILE, ProcRecord
-from caldera.backends.shim import group_members
+from caldera.backends.procfs import group_members
+from caldera.backends.spawn import NATIVE_SHIM, SHIM_VAR, shim_command
 
 from .harness import Pods
 
 
-@pytest.fixture
-def pods(tmp_path):
+@pytest.fixture(params=["shim.c", "shim.py"])
+def pods(tmp_path, request, monkeypatch):
+    """Every executor test runs under both shims: they must behave the same."""
+    if request.param == "shim.py":
+        monkeypatch.setenv(SHIM_VAR, "python")
+    elif shim_command() != [str(NATIVE_SHIM)]:
+        pytest.skip(f"the C shim is not built ({NATIVE_SHIM}: `make shim`)")
     harness = Pods(tmp_path / "home")
     yield harness
     for executor in harness.executors:

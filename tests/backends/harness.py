@@ -115,7 +115,9 @@ class Pods:
     def start(self, executor: LocalExecutor, spec: ProcessSpec) -> ProcRecord:
         """Run `spec` on `executor`; its proc.json record."""
         executor.run(spec)
-        record = self.record(spec.key.split("/")[1])
+        name = spec.key.split("/")[1]
+        # A pod that ended at once (the C shim is quick) may have had its record retired already.
+        record = ProcRecord.load(self.dir(name) / PROC_FILE) or self.record_done(name)
         self.groups.append(record.pid)
         return record
 

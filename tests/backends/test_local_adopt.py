@@ -10,7 +10,8 @@ import sys
 
 from caldera.backends import shim
 from caldera.backends.process import EXIT_FILE, PROC_FILE, ProcRecord
-from caldera.backends.shim import group_members, proc_stat, write_json_atomic
+from caldera.backends.procfs import group_members, proc_stat
+from caldera.backends.shim import write_json_atomic
 from caldera.testing.waiting import wait_until
 
 from .harness import NS, Pods, parked, sh

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from caldera.backends.process import ProcessSpec
-from caldera.backends.shim import group_members, proc_stat
+from caldera.backends.procfs import group_members, proc_stat
 from caldera.testing.waiting import wait_until
 
 from .harness import NS, Pods, parked, python, sh
@@ -201,3 +201,29 @@ def test_bad_specs_are_refused_before_anything_runs(pods: Pods, change, message)
 def _alive(pid: int) -> bool:
     st = proc_stat(pid)
     return st is not None and st.live
+
+
+def test_log_times_note_where_lines_begin(pods: Pods):
+    executor, events = pods.executor()
+    # "par" and "tial" may come in two reads: no note may then point inside the line.
+    script = "printf 'one\\npar'; sleep 0.2; printf 'tial\\ntwo\\n'"
+    pods.start(executor, pods.spec("p", sh(script)))
+    assert events.wait_end("p").exit_code == 0
+    log = (pods.dir("p") / "log").read_bytes()
+    notes = [line.split() for line in (pods.dir("p") / "log.times").read_text().splitlines()]
+    offsets = [int(offset) for offset, _ in notes]
+    times = [float(seconds) for _, seconds in notes]
+    assert offsets == sorted(offsets) and times == sorted(times)
+    assert all(o == 0 or log[o - 1 : o] == b"\n" for o in offsets), (offsets, log)  # each starts a line
+    assert log.index(b"one\n") in offsets  # the command's first read starts a line: noted where it lands
+    assert max(offsets) < len(log)
+
+
+def test_a_pod_starts_with_no_signal_ignored_or_blocked(pods: Pods):
+    """As a container's process: SIGPIPE and SIGXFSZ are not ignored although Python (the daemon, shim.py) ignores them."""
+    executor, events = pods.executor()
+    pods.start(executor, pods.spec("p", sh("grep -E '^Sig(Ign|Blk)' /proc/self/status")))
+    assert events.wait_end("p").exit_code == 0
+    masks = {name: int(mask, 16) for name, mask in (line.split(":\t") for line in pods.log("p").splitlines()[1:])}
+    standard = (1 << 31) - 1  # signals 1-31 (32 and up are the C library's own or real-time ones)
+    assert masks["SigBlk"] & standard == 0 and masks["SigIgn"] & standard == 0, {k: hex(v) for k, v in masks.items()}

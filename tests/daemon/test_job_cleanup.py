@@ -55,8 +55,11 @@ def test_a_new_job_of_a_deleted_ones_name_starts_clean(cluster: EmbeddedCluster,
 def test_submitting_while_the_old_pods_stop_waits_for_them(cluster: EmbeddedCluster, home: Path) -> None:
     cluster.apply(job("slow", sleeper(linger=1.0), replicas=2))
     wait_phase(cluster, "slow", "Running")
+    # Running: the start is saved and queued; the starter thread starts the process a moment later.
+    wait_until(
+        lambda: processes_under(home / "pods" / "default" / "slow-worker-0"), timeout=30, what="the first pod's process"
+    )
     old = processes_under(home / "pods" / "default" / "slow-worker-0")
-    assert old, "the first job's pod should run"
     cluster.delete_job("default", "slow")
     # The old pods take a second to stop: the new job is created once they are gone, not beside them.
     cluster.apply(job("slow", ["sh", "-c", "echo fresh"], replicas=2))

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from caldera.backends.shim import group_members
+from caldera.backends.procfs import group_members
 from caldera.system.daemon import EmbeddedCluster
 from caldera.testing.waiting import wait_until
 

@@ -72,7 +72,8 @@ def shims(home: Path) -> dict[str, int]:
         except (OSError, IndexError):
             continue
         words = [a.decode(errors="replace") for a in argv]
-        at = next((i for i, w in enumerate(words[:4]) if w.endswith("/shim.py")), None)  # python -I -S shim.py DIR
+        # python -I -S shim.py DIR ..., or caldera-shim DIR ...
+        at = next((i for i, w in enumerate(words[:4]) if w.endswith(("/shim.py", "/caldera-shim"))), None)
         if state == b"Z" or at is None or len(words) <= at + 1 or not words[at + 1].startswith(pods):
             continue
         key = words[at + 1][len(pods) :]

@@ -80,6 +80,17 @@ def policies(pid: int) -> dict[int, int]:
     return found
 
 
+def group_nice(pid: int) -> int | None:
+    """The nice value of `pid`'s autogroup (its session's CPU weight against other sessions); None without autogroups."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    except FileNotFoundError:
+        return None
+
+
+AUTOGROUPS = group_nice(os.getpid()) is not None
+
+
 def loader_policy(pid: int) -> int | None:
     """The policy of the spare's importing thread (its one thread besides the main one)."""
     others = [policy for tid, policy in policies(pid).items() if tid != pid]
@@ -106,10 +117,14 @@ def test_a_refill_imports_at_idle_priority_and_a_spare_taken_early_is_raised_bac
         (spare,) = pool._ready
         wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
         assert policies(spare.pid)[spare.pid] == os.SCHED_OTHER  # the thread that will run the script
+        if AUTOGROUPS:  # a session of its own weighs as much as any other session, SCHED_IDLE or not
+            wait_until(lambda: group_nice(spare.pid) == 19, timeout=30, what="the spare's session at nice 19")
         proc = pool.start(env)
         assert proc is spare
         if os.geteuid() == 0:  # CAP_SYS_NICE: raised back in place
             wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="the import raised back")
+        if AUTOGROUPS:  # a worker's session weighs as any other (nice 0 needs no privilege)
+            wait_until(lambda: group_nice(spare.pid) == 0, timeout=30, what="the worker's session at nice 0")
         release.touch()
         assert proc.wait(timeout=30) == 5  # ran the script (in place, or afresh where it may not raise it)
     finally:
@@ -117,9 +132,41 @@ def test_a_refill_imports_at_idle_priority_and_a_spare_taken_early_is_raised_bac
         pool.close()
 
 
+def age(pid: int) -> float:
+    """Seconds since `pid` started (field 22 of /proc/PID/stat, in clock ticks since boot)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    started = int(stat[stat.rindex(")") + 2 :].split()[19]) / os.sysconf("SC_CLK_TCK")
+    return float(Path("/proc/uptime").read_text().split()[0]) - started
+
+
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
-def test_an_idle_import_goes_on_at_normal_priority_after_its_patience(tmp_path: Path) -> None:
-    """On a node whose CPUs are never idle an idle import would never end: after its patience it stops being idle."""
+def test_an_idle_import_that_is_not_starved_stays_idle_past_its_patience(tmp_path: Path) -> None:
+    """The CPUs it gets are free ones: going on at normal priority would only slow a member that joins meanwhile
+    (its workers' import of torch is what the whole round waits for)."""
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+    release = tmp_path / "release"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path), "RELEASE": str(release)}
+    # starved_share 0: whatever CPU the import gets counts as enough, as a free CPU's share would
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, slowmod; sys.exit(7)\n")
+    pool = SparePool([PY, str(script)], env, ["slowmod"], size=1, idle_patience=0.05, starved_share=0.0)
+    try:
+        pool.refill()
+        (spare,) = pool._ready
+        wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
+        wait_until(lambda: age(spare.pid) > 2.0, timeout=30, what="forty patiences")
+        assert loader_policy(spare.pid) == os.SCHED_IDLE
+        if AUTOGROUPS:
+            assert group_nice(spare.pid) == 19
+    finally:
+        release.touch()
+        pool.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_a_starved_idle_import_goes_on_at_normal_priority_after_its_patience(tmp_path: Path) -> None:
+    """On a node whose CPUs are never idle an idle import would never end: starved for its patience, it stops being
+    idle (this import waits on a file, so it gets no CPU: starved)."""
     (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
     script = tmp_path / "prog.py"
     script.write_text("import sys, slowmod; sys.exit(6)\n")
@@ -132,6 +179,8 @@ def test_an_idle_import_goes_on_at_normal_priority_after_its_patience(tmp_path: 
         wait_until(lambda: loader_policy(spare.pid) == os.SCHED_IDLE, timeout=30, what="an idle import")
         # raised back in place (CAP_SYS_NICE), or the spare started afresh at normal priority
         wait_until(lambda: loader_policy(spare.pid) == os.SCHED_OTHER, timeout=30, what="a normal-priority import")
+        if AUTOGROUPS:
+            wait_until(lambda: group_nice(spare.pid) == 0, timeout=30, what="the spare's session at nice 0")
         proc = pool.start(env)
         assert proc is spare
         release.touch()

@@ -28,16 +28,17 @@ from caldera.testing.scenario import (
 
 DEFAULT = policy_text("caldera-default")
 NO_BORROW = DEFAULT.replace("proportion.borrow: true", "proportion.borrow: false")
+LOSSLESS = {CHECKPOINT_INTERVAL: "0"}
 
 
 def two_queues(config: str) -> dict[str, Any]:
-    """8 GPUs, queues a and b. a runs a1 (2 GPUs) and waits with a2 (8 GPUs, cannot fit while a1 runs);
-    b submits a 5-GPU gang. Both queues ask for more than half: each deserves 4, so b's gang is bigger
-    than b's share while 6 GPUs are idle."""
+    """8 GPUs, queues a and b. a runs a1 (2 GPUs, checkpointing) and waits with a2 (8 GPUs, cannot fit
+    while a1 runs); b submits a 5-GPU gang. Both queues ask for more than half: each deserves 4, so b's
+    gang is bigger than b's share while 6 GPUs are idle."""
     return run_scenario(
         cluster=cluster(nodes=[gpu_nodes(count=1, gpus=8)], queues=[queue("a"), queue("b")]),
         workload=workload(
-            arrival(vcjob("a1", queue="a", tasks=[task(replicas=2)]), duration=5000),
+            arrival(vcjob("a1", queue="a", tasks=[task(replicas=2)], annotations=LOSSLESS), duration=5000),
             arrival(vcjob("a2", queue="a", tasks=[task(replicas=8)]), at=1, duration=1000),
             arrival(vcjob("b1", queue="b", tasks=[task(replicas=5)]), at=2, duration=1000),
         ),
@@ -108,7 +109,7 @@ def test_a_job_that_checkpoints_is_preempted_for_a_new_one() -> None:
 
 
 def test_a_job_that_cannot_checkpoint_is_spared_past_what_a_preemption_may_cost() -> None:
-    """Its run is worth 5,000 GPU-seconds, over las.max-loss (3,250): evicting it would throw that away."""
+    """Evicting it would throw away the 5,000 GPU-seconds it has run: las.max-loss is 0, it is never a victim."""
     report = preempted(checkpoints=False)
     assert not evictions(report, "long")
     assert start_time(report, "short") == 20_000.0
@@ -137,3 +138,17 @@ def test_a_gang_that_cannot_fit_its_share_does_not_hold_its_queue_hostage() -> N
     big = next(u for u in result.podgroups if u.job == "big")
     assert big.conditions[-1].type == "Unschedulable"
     state.check_invariants()
+
+
+def test_a_higher_priority_class_preempts_a_job_that_cannot_checkpoint() -> None:
+    """las.max-loss weighs what las's levels gain; a higher PriorityClass preempts whatever the victim loses."""
+    report = run_scenario(
+        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=1)], priority_classes={"high": 1000}),
+        workload=workload(
+            arrival(vcjob("long"), duration=20_000),
+            arrival(vcjob("vip", priority_class="high"), at=5000, duration=100),
+        ),
+        config=DEFAULT,
+    )
+    assert [e["time"] for e in evictions(report, "long")] == [5000.0]
+    assert start_time(report, "vip") == 5000.0

@@ -105,6 +105,30 @@ def test_promotion_weighs_the_whole_wait_against_the_whole_run_since_the_last_pr
     assert [e["time"] for e in evictions(report, "c")][:1] == [8000.0]
 
 
+def test_max_loss_is_a_budget_over_the_whole_life_of_a_job_that_cannot_checkpoint() -> None:
+    """las.max-loss 1,500, one level at 1,000. long (no checkpoint) is preempted at 1200 by a (lost 1,200)
+    and at 1400 by b (lost 100 more: 1,300). Restarted at 1500, it has lost 1,500 by 1800 when c arrives:
+    its current run is worth only 300, but a third stop would take its losses past the budget."""
+    config = (
+        policy_text("las")
+        .replace("las.queue-limits: [3250, 7200]", "las.queue-limits: [1000]")
+        .replace("      las.promote-knob: 8", "      las.max-loss: 1500\n      las.promote-knob: 8")
+    )
+    report = run_scenario(
+        cluster=ONE_GPU,
+        workload=workload(
+            arrival(vcjob("long"), duration=10_000),
+            arrival(vcjob("a"), at=1200, duration=100),
+            arrival(vcjob("b"), at=1400, duration=100),
+            arrival(vcjob("c"), at=1800, duration=100),
+        ),
+        config=config,
+    )
+    assert [e["time"] for e in evictions(report, "long")] == [1200.0, 1400.0]
+    assert job_row(report, "long")["endTime"] == 11_500.0  # started over at 1500
+    assert start_time(report, "c") == 11_500.0
+
+
 # ---------------------------------------------------------------- the Philly sample
 
 

@@ -72,6 +72,6 @@ def test_a_queue_s_lent_workers_do_not_count_against_its_share() -> None:
     jobs = {str(row["name"]): row for row in build(sim)["jobs"]}
     assert jobs["c"]["startTime"] == pytest.approx(1000.0)  # counting a's lent workers, it would wait to 1712.5
     by_c = [e.object for e in sim.plane.events if e.kind == "Reclaim" and e.message.endswith("by default/c")]
-    assert sorted(by_c) == ["b-worker-0", "b-worker-1"]
+    assert sorted(by_c) == ["b-worker-2", "b-worker-3"]  # lent workers go first: the highest indexes
     # d waits until a reaches level 1 (3,250 GPU-seconds on 4 GPUs from 900) and gives it its workers too.
     assert jobs["d"]["startTime"] == pytest.approx(900.0 + 3250.0 / 4)

@@ -1,4 +1,4 @@
-"""The local executor: each pod is a process group on this machine, led by the shim (`shim.py`).
+"""The local executor: each pod is a process group on this machine, led by the shim (`shim.c`, else `shim.py`).
 
 Invariants:
 - a user command runs only once its proc.json is on disk (the shim waits at a gate the executor
@@ -25,7 +25,6 @@ import logging
 import os
 import select
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,14 +45,17 @@ from caldera.backends.process import (
     prepare,
     retire,
 )
-from caldera.backends.shim import (
+from caldera.backends.procfs import (
     exit_code_of,
     kill_group,
     kill_tree,
     proc_stat,
+    wait_exited,
+    wait_gone,
     with_environment,
-    write_json_atomic,
 )
+from caldera.backends.shim import write_json_atomic
+from caldera.backends.spawn import shim_command, spawn
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
@@ -104,6 +106,7 @@ class LocalExecutor:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        self._shim = shim_command()
         self._thread = threading.Thread(target=self._watch_loop, name="caldera-local-executor", daemon=True)
         self._thread.start()
 
@@ -222,20 +225,18 @@ class LocalExecutor:
         log = prepare(spec, where, self._clock.now())
         gate_r, gate_w = os.pipe()
         try:
-            pid = os.posix_spawn(
-                sys.executable,
-                [sys.executable, "-I", "-S", shim.__file__, str(where), str(spec.attempt), "--", *spec.argv],
-                {},
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, gate_r, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                ],
-                setsid=True,  # pid == pgid: the shim leads a group no caldera process belongs to
-                # Blocked until the shim's handlers are in place: a stop() during its start-up is then
-                # handled (recorded, nothing started) rather than killing it before it can record.
-                setsigmask=shim.FORWARDED,
-                setsigdef=_POD_SIGNALS_DEFAULT,  # whatever the daemon ignores, pods do not
+            # In a new session (pid == pgid: the shim leads a group no caldera process belongs to),
+            # the gate its stdin, the log its stdout and stderr, with FORWARDED blocked until the
+            # shim's handlers are in place: a stop() during its start-up is then handled (recorded,
+            # nothing started) rather than killing it before it can record. Whatever the daemon
+            # ignores, pods do not.
+            pid = spawn(
+                self._shim[0],
+                [*self._shim, str(where), str(spec.attempt), "--", *spec.argv],
+                stdin=gate_r,
+                log=str(log),
+                blocked=shim.FORWARDED,
+                defaults=_POD_SIGNALS_DEFAULT,
             )
         except BaseException:
             os.close(gate_w)
@@ -352,7 +353,7 @@ class LocalExecutor:
                 self._add(_Watch(key=key, pid=record.pid, attempt=record.attempt, pidfd=pidfd, pod_dir=where))
             return ProcessEvent(key, "running", None, record.attempt, self._clock.now())
         if pidfd is not None:  # it has recorded its end and is on its way out: let it go
-            shim.wait_exited([pidfd], 10.0)
+            wait_exited([pidfd], 10.0)
             os.close(pidfd)
         status = _reap(record.pid)  # ours only if the previous executor lived in this process (tests)
         if outcome is not None:
@@ -379,7 +380,7 @@ def _kill_marked(where: Path) -> bool:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return shim.wait_gone(pids, 10.0)
+    return wait_gone(pids, 10.0)
 
 
 def _open_same(pid: int, start_ticks: int) -> int | None:

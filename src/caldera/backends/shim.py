@@ -22,8 +22,11 @@ exists only once every other process of the group is gone, so it means the pod i
 
 It imports only the standard library and is run by path in isolated mode without site (-I -S),
 so the pod's environment (PYTHONPATH, PYTHONHOME, ...) can neither break nor hijack it and caldera
-need not be importable from the interpreter. For the same reason the on-disk formats and the /proc
-helpers the executor shares with it live here.
+need not be importable from the interpreter. For the same reason the on-disk formats the executor
+shares with it live here, and the /proc helpers in `procfs.py`, which it imports from beside it.
+
+Where `make` built it, pods run the same program in C (`shim.c`, `caldera-shim`) instead: this one is
+the fallback, and the reference both are tested against.
 
 Every pod pays for the shim's start-up, so it imports only modules the interpreter has built in
 or nearly (`_signal`, not `signal`, which imports enum; no json, subprocess, pathlib, dataclasses,
@@ -51,187 +54,14 @@ EXIT_FILE = "exit"
 LOG = "log"  # the pod's log, the shim's stdout (`process.LOG_FILE`)
 TIMES_FILE = "log.times"  # "OFFSET SECONDS\n": a line of the log starting there, and the lines after it, came then
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
+PYTHON_IGNORES = (signal.SIGPIPE, signal.SIGXFSZ)  # ignored by the interpreter at start-up: not by the command
 errno_ENOENT = 2  # errno.ENOENT, without importing errno (Linux's number)
-_KILL_ROUNDS = 10  # each round kills every member it saw; more rounds only catch forks in flight
 
-
-class ProcStat:
-    """The fields of /proc/<pid>/stat caldera needs."""
-
-    __slots__ = ("pgrp", "start_ticks", "state")
-
-    def __init__(self, state: str, pgrp: int, start_ticks: int) -> None:
-        self.state = state  # R, S, D, Z (zombie), ...
-        self.pgrp = pgrp
-        self.start_ticks = start_ticks  # field 22: start time since boot in clock ticks; with the pid, an identity
-
-    @property
-    def live(self) -> bool:
-        return self.state not in ("Z", "X")
-
-
-def proc_stat(pid: int) -> ProcStat | None:
-    """The process's stat, or None if there is no process `pid`."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # comm (field 2) may hold spaces and parentheses: the fields that follow start after the last ')'.
-    rest = data[data.rindex(b")") + 2 :].split()
-    return ProcStat(state=rest[0].decode(), pgrp=int(rest[2]), start_ticks=int(rest[19]))
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group `pgid`."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []  # the common case, answered without scanning /proc
-    except PermissionError:
-        pass
-    members = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st is not None and st.pgrp == pgid and st.live:
-                members.append(int(name))
-    return members
-
-
-def kill_group(pgid: int, *, spare: int | None = None, timeout: float = 10.0) -> bool:
-    """SIGKILL every live member of group `pgid` but `spare`, and wait until they are gone.
-
-    The caller must know the group is its own (its leader is alive, or the group is held by
-    members, so the number cannot have been reused). Returns False if some process survived
-    `timeout` seconds after SIGKILL (uninterruptible sleep).
-    """
-    for _ in range(_KILL_ROUNDS):
-        pids = [p for p in group_members(pgid) if p != spare]
-        if not pids:
-            return True
-        fds = []
-        for pid in pids:
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            st = proc_stat(pid)  # read after pinning the process: the pid may have changed hands since the scan
-            if st is None or st.pgrp != pgid:
-                os.close(fd)
-                continue
-            try:  # noqa: SIM105 (no contextlib here: see the module docstring)
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            fds.append(fd)
-        try:
-            if not wait_exited(fds, timeout):
-                return False
-        finally:
-            for fd in fds:
-                os.close(fd)
-    return not [p for p in group_members(pgid) if p != spare]
-
-
-def descendants(pid: int) -> list[int]:
-    """The live processes below `pid` (children, theirs, ...), from /proc/<pid>/task/*/children."""
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for tid in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{tid}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            found.extend(kids)
-            todo.extend(kids)
-    return found
-
-
-def kill_tree(pid: int, *, timeout: float = 10.0) -> bool:
-    """SIGKILL every process below `pid` (not `pid` itself) and wait until they are gone.
-
-    What a pod started and that left its process group (a daemon that called setsid) is still
-    below the shim, a child subreaper: this is how it ends with the pod. False if some process
-    survived `timeout` seconds after SIGKILL."""
-    for _ in range(_KILL_ROUNDS):
-        pids = descendants(pid)
-        if not pids:
-            return True
-        fds = []
-        for p in pids:
-            try:
-                fd = os.pidfd_open(p)
-            except ProcessLookupError:
-                continue
-            try:  # noqa: SIM105 (no contextlib here: see the module docstring)
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            fds.append(fd)
-        try:
-            if not wait_exited(fds, timeout):
-                return False
-        finally:
-            for fd in fds:
-                os.close(fd)
-    return not descendants(pid)
-
-
-def with_environment(name: str, value: str) -> list[int]:
-    """The live processes whose environment has `name=value` (those this user may read)."""
-    needle = f"{name}={value}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        st = proc_stat(int(entry))
-        if needle in env and st is not None and st.live:
-            found.append(int(entry))
-    return found
-
-
-def wait_gone(pids: list[int], timeout: float) -> bool:
-    """Wait until none of `pids` is a live process any more; False if one still is after `timeout` seconds."""
-    fds = []
-    for pid in pids:
-        try:  # noqa: SIM105 (no contextlib here: see the module docstring)
-            fds.append(os.pidfd_open(pid))
-        except ProcessLookupError:
-            pass
-    try:
-        return wait_exited(fds, timeout)
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def wait_exited(pidfds: list[int], timeout: float) -> bool:
-    """Wait until every process behind `pidfds` has exited; False if none did for `timeout` seconds."""
-    poller = select.poll()
-    for fd in pidfds:
-        poller.register(fd, select.POLLIN)
-    left = len(pidfds)
-    while left:
-        ready = poller.poll(timeout * 1000)
-        if not ready:
-            return False
-        for fd, _ in ready:
-            poller.unregister(fd)
-            left -= 1
-    return True
+if TYPE_CHECKING or __name__ != "__main__":
+    from caldera.backends.procfs import exit_code_of, kill_group, kill_tree
+else:  # run by path (-I -S): caldera need not be importable; procfs.py is beside this file
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # appended: never shadows the standard library
+    from procfs import exit_code_of, kill_group, kill_tree
 
 
 def write_atomic(path: str | Path, text: str) -> None:
@@ -279,12 +109,6 @@ def decode_order(raw: bytes) -> tuple[bytes, dict[bytes, bytes]] | None:
             return None
         env[name] = value
     return cwd, env
-
-
-def exit_code_of(status: int) -> int:
-    """A wait status as a shell reports it: the exit code, or 128+N for a death by signal N."""
-    code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
 
 
 class _Forwarder:
@@ -429,7 +253,7 @@ def _spawn(argv: list[str], cwd: bytes, env: dict[bytes, bytes], out: int) -> in
         pid = os.fork()
         if pid == 0:
             try:
-                for sig in FORWARDED:
+                for sig in (*FORWARDED, *PYTHON_IGNORES):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
                 os.chdir(cwd)

@@ -15,7 +15,12 @@ are made at once. The rules (reference/elastic-etcd.md, pitfalls 9 and 10):
   next one at once (the group grows again when a node joins).
 - Ranks are sticky: a survivor keeps its rank if it is below the new size; holes are filled
   first by survivors whose old rank is too high (scale-in), then by newcomers in join order;
-  anyone left over is a spare.
+  anyone left over is a spare. One exception: rank 0 is never a newcomer while a survivor is
+  in the round (the lowest-ranked survivor takes it, the newcomer that survivor's rank). Rank
+  0's worker hosts the round's store (`MASTER_PORT`), which every other worker connects to
+  with torch's backoff, and a newcomer's workers start cold (a new pod imports torch) while
+  the survivors' start warm: the others would retry against a store that is not up yet, and
+  connect up to ~2.7 s after it is (measured, torch 2.13), instead of finding it up.
 - The current round is broken when one of its members is gone or its workers failed; a new
   round is proposed once a round can form whose members differ from the current ones (or
   that replaces a broken one). `failures` counts consecutive failed rounds with unchanged
@@ -76,7 +81,8 @@ def assign_ranks(previous: Sequence[str], alive: Sequence[str], size: int) -> tu
 
     `previous` are the last round's members in rank order, `alive` every live node in join
     order. Survivors keep a rank below `size`; the holes go to survivors ranked too high (in
-    their old order), then to newcomers (in join order). Needs `size <= len(alive)`.
+    their old order), then to newcomers (in join order); but a newcomer that would get rank 0
+    swaps with the lowest-ranked survivor, if any. Needs `size <= len(alive)`.
     """
     if size > len(alive):
         raise ValueError(f"cannot form a round of {size} from {len(alive)} alive nodes")
@@ -92,7 +98,12 @@ def assign_ranks(previous: Sequence[str], alive: Sequence[str], size: int) -> tu
             movers.append(node)
     known = set(previous)
     fill = iter([*movers, *(node for node in alive if node not in known)])
-    return tuple(node if node is not None else next(fill) for node in slots)
+    members = [node if node is not None else next(fill) for node in slots]
+    if members[0] not in known:  # rank 0 hosts the store: a survivor's (warm) workers, not a newcomer's (cold)
+        survivor = next((i for i, node in enumerate(members) if node in known), None)
+        if survivor is not None:
+            members[0], members[survivor] = members[survivor], members[0]
+    return tuple(members)
 
 
 @dataclass(frozen=True, slots=True)

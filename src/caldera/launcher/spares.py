@@ -15,17 +15,32 @@ When spares start, and at what priority:
 
 - At the launcher's start, at normal priority: the first round needs them at once.
 - As soon as a round's workers started (`refill`), behind those taken, so a fault right after
-  a restart finds a warm spare too. These import on a thread at SCHED_IDLE: they get only CPU
-  that nothing else wants, so they never slow the round's workers starting beside them (on a
-  small node, spares importing torch at normal priority would slow the very restart they are
-  meant to speed up). The spare's main thread, which runs the script, keeps normal priority.
+  a restart finds a warm spare too. These import at idle priority: they get only CPU that
+  nothing else wants, so they never slow the workers starting beside them (on a small node,
+  spares importing torch at normal priority would slow the very restart they are meant to
+  speed up). Idle takes two settings: the importing thread runs at SCHED_IDLE (which weighs
+  against the other threads of its scheduling group: the pod's cgroup in a container), and the
+  spare's session, its own, is set to nice 19 (`/proc/self/autogroup`): with the kernel's
+  autogroups on (the default of most distributions), every session is a scheduling group of
+  its own that weighs as much as any other, SCHED_IDLE threads or not, so without it a refilled
+  spare took as much CPU as the new member importing torch that the whole round waited for.
+  The spare's main thread, which runs the script, keeps normal priority.
 - On a node whose CPUs are never idle (other work beside the job) an idle import would never
-  end, so after `IDLE_PATIENCE` seconds (5, when the round's workers are well under way) a spare
-  still importing goes on at normal priority, as every spare used to start 5 s into a round.
-- Going back to normal priority (at that deadline, or when a round takes the spare before its
+  end, so every `IDLE_PATIENCE` seconds (1) the spare looks at the CPU time its import got: if
+  it was starved (under `STARVED_SHARE`, a tenth of a CPU), it goes on at normal priority. An
+  import that gets CPU stays idle: the CPUs it uses were free, so a member that joins and
+  imports torch at normal priority is not slowed by spares (on two cores: the newcomer's
+  import on one, the refills sharing the other, a third of it each). On a node busy with other
+  work the refills are starved and go on at normal priority within a second, a second later
+  than they used to: there the next fault's warm spare and a newcomer's import share the CPUs
+  (with a check every 5 s, the steady faults of benchmarks/elastic_recovery.py found cold
+  spares at load 12; whether the 4 s more at idle were the cause was not measured).
+- Going back to normal priority (when starved, or when a round takes the spare before its
   import finished) raises the importing thread back (allowed with CAP_SYS_NICE or RLIMIT_NICE,
-  e.g. as root); where the pod may not, the spare execs itself afresh at normal priority (at the
-  deadline) or execs the command (a cold start when taken): never a start stuck behind busy CPUs.
+  e.g. as root) and the session to nice 0 (allowed to anyone; without CAP_SYS_ADMIN the kernel
+  takes one such change per 0.1 s for the whole machine, so it is retried); where the thread
+  may not be raised, the spare execs itself afresh at normal priority (when starved) or execs
+  the command (a cold start when taken): never a start stuck behind busy CPUs.
 
 The cyclic garbage collector is off while a spare imports (it would walk the growing heap of
 module objects again and again: about a tenth of the import's CPU for torch), and what was
@@ -51,7 +66,8 @@ from collections.abc import Mapping, Sequence
 from caldera.launcher.workers import shimmed
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
-IDLE_PATIENCE = 5.0  # seconds a refilled spare imports at idle priority before it goes on at normal priority
+IDLE_PATIENCE = 1.0  # seconds between the checks of a refilled spare's idle import for starvation
+STARVED_SHARE = 0.1  # an idle import that got less than this share of a CPU since the last check is starved
 # What a PyTorch DDP script imports on its way to the first step (torch alone leaves ~1.5 s of it,
 # mostly torch._dynamo, which DDP and torch.optim import on first use).
 DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "torch._dynamo")
@@ -59,9 +75,26 @@ DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.opt
 # Runs in the spare: import (on an idle-priority thread when asked), wait for the round, become the
 # worker. No caldera import: it must work with any interpreter that can run the user's script.
 ZYGOTE = """\
-import gc, json, os, runpy, select, sys, threading
-names, idle, patience = json.loads(sys.argv[1]), sys.argv[2] == "idle", float(sys.argv[3])
-lock, wanted = threading.Lock(), []
+import gc, json, os, runpy, select, sys, threading, time
+names, idle, patience, starved = json.loads(sys.argv[1]), sys.argv[2] == "idle", float(sys.argv[3]), float(sys.argv[4])
+lock, wanted, lowered = threading.Lock(), [], []
+def group_nice(n):
+    try:
+        fd = os.open("/proc/self/autogroup", os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        for _ in range(100):
+            try:
+                os.write(fd, str(n).encode())
+                return True
+            except BlockingIOError:
+                select.select([], [], [], 0.02)
+            except OSError:
+                return False
+        return False
+    finally:
+        os.close(fd)
 def preload():
     with lock:
         if idle and not wanted:
@@ -69,6 +102,8 @@ def preload():
                 os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             except (AttributeError, OSError):
                 pass
+            if group_nice(19):
+                lowered.append(True)
     gc.disable()
     for name in names:
         try:
@@ -80,6 +115,8 @@ def preload():
 def leave_idle():
     with lock:
         wanted.append(True)
+        if lowered and group_nice(0):
+            lowered.clear()
         if not idle or not loader.is_alive():
             return True
         try:
@@ -89,10 +126,23 @@ def leave_idle():
         except (AttributeError, OSError):
             return False
         return True
+def cpu_time():
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(loader.ident))
+    except (AttributeError, OSError):
+        return None
+def wait_idle():
+    before = cpu_time()
+    while not select.select([0], [], [], patience)[0] and loader.is_alive():
+        now = cpu_time()
+        if before is None or now is None or now - before < starved * patience:
+            return leave_idle()
+        before = now
+    return True
 loader = threading.Thread(target=preload, name="caldera-preload", daemon=True)
 loader.start()
-if idle and not select.select([0], [], [], patience)[0] and not leave_idle():
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-2], "now", "0"])
+if idle and not wait_idle():
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-3], "now", "0", "0"])
 line = sys.stdin.readline()
 if not line:
     os._exit(0)
@@ -148,9 +198,11 @@ class SparePool:
         preload: Sequence[str],
         size: int,
         idle_patience: float = IDLE_PATIENCE,
+        starved_share: float = STARVED_SHARE,
     ) -> None:
         self.command = list(command)
         self.idle_patience = idle_patience
+        self.starved_share = starved_share
         self.form = warm_form(command) if preload else None
         self.env = dict(env)
         self.preload = list(preload)
@@ -166,8 +218,10 @@ class SparePool:
                 return
             self._ready = [p for p in self._ready if p.poll() is None]
             while len(self._ready) < self.size:
-                mode, patience = ("idle", self.idle_patience) if idle else ("now", 0.0)
-                argv = shimmed([self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode, str(patience)])
+                mode, patience, starved = ("idle", self.idle_patience, self.starved_share) if idle else ("now", 0, 0)
+                argv = shimmed(
+                    [self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode, str(patience), str(starved)]
+                )
                 try:
                     proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
                 except OSError:

@@ -4,9 +4,10 @@ One thread (the control loop, `loop.py`) owns the control plane. API calls, read
 writes alike, and process events from the executor are closures put on its
 inbox; after each batch it settles the plane (controller + scheduler), writes what
 changed to the store in one transaction (`statestore.py`), and only then answers the
-callers and starts or stops the processes the turn decided (`effects.py`). So every
-caller sees a consistent state, what is in the store is what the loop decided, and an
-answered request survives a `kill -9` of the daemon.
+callers and hands the process starts and stops the turn decided to the starter thread
+(`effects.py`), which does them in order. So every caller sees a consistent state, what is
+in the store is what the loop decided, and an answered request survives a `kill -9` of the
+daemon (a start still queued then is done by the next daemon).
 
 On start, the state is read back and the pods' processes adopted (`adoption.py`): running
 ones are watched again, ends that came meanwhile are recorded as if just now, a pod whose
@@ -102,7 +103,7 @@ class EmbeddedCluster:
         self.plane.on_pod_gone = self._pod_gone
         self.feed = ChangeFeed(self.store)
         boards = TensorBoards(home, self.runtime.ports, self.clock, self._notify)
-        self.extras = JobExtras(home, self.plane, self.runtime, self.executor, boards, self.clock)
+        self.extras = JobExtras(home, self.plane, self.runtime, self.held, boards, self.clock)
         self.views = ClusterViews(self.plane, self.runtime, self.store, self.clock, self._read)
         self.state = PlaneStore(self.store, self.plane, self.runtime, self.ended)
         self.loop = ControlLoop(Turn(self._settle, self._commit, self.held.release, self.plane.next_wakeup), self.clock)
@@ -129,6 +130,7 @@ class EmbeddedCluster:
         pods; on the next start, pods found gone are recorded as killed and each job's
         policies decide what follows (a RestartJob job restarts)."""
         self.loop.stop()
+        self.held.drain()  # the starts and stops the loop decided, done: the executor sees every pod
         if stop_pods:
             self.executor.stop_all(grace=10.0)
         self.extras.shutdown(stop_pods)

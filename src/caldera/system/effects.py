@@ -1,10 +1,18 @@
-"""Process starts and stops held until the turn that decided them is in the store.
+"""Process starts and stops held until the turn that decided them is in the store, then done in order off the loop.
 
 The runtime asks for a pod's process while the plane settles, before the turn is
 committed. Started at once, a process could outlive a `kill -9` that took the decision with
 it: the restarted daemon would not know the pod runs and could start it a second time. So
-the runtime talks to `HeldEffects`, which queues the starts and stops, and the loop
-`release`s them, in the order they were asked for, once the commit succeeded.
+the runtime talks to `HeldEffects`, which holds the starts and stops, and the loop
+`release`s them once the commit succeeded.
+
+Released effects are done by one starter thread, in the order they were asked for: starting
+a process costs the loop nothing (a spawn waits ~20 ms for the child on a busy machine), and
+the loop answers its callers without waiting for their pods' processes. That is safe because
+the start is in the store: a daemon killed with starts still queued starts them on restart,
+under the same attempt (`adoption.py`). Order is kept: a stop asked after a start is done
+after it, whatever the thread's backlog. `running()` counts the starts not done yet, so
+nobody takes a pod whose start is queued for gone (its directory removed, its name reused).
 
 A start the executor refuses (the pod's process runs already, the command cannot be
 prepared) comes back as the pod's end, through the same path as any process event, so the
@@ -18,9 +26,11 @@ tests), nothing happens.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,14 +54,22 @@ class _Stop:
 
 
 class HeldEffects:
-    """The executor's `run` and `stop`, held until `release`; only the loop's thread calls it."""
+    """The executor's `run` and `stop`, held until `release` (called on the loop's thread), then done
+    in order by the starter thread. `running()` and `drain()` may be called from any thread."""
 
     def __init__(self, executor: LocalExecutor, report: Callable[[ProcessEvent], None], clock: Clock) -> None:
         self._executor = executor
         self._report = report
         self._clock = clock
-        self._held: list[_Start | _Stop] = []
+        self._held: list[_Start | _Stop] = []  # asked for this turn, not released yet
+        self._cond = threading.Condition()
+        self._queue: collections.deque[_Start | _Stop] = collections.deque()  # released, not done yet
+        self._starting: collections.Counter[str] = collections.Counter()  # pod key → its starts released, not done
+        self._busy = False  # the starter is doing an effect it took off the queue
+        self._closed = False
         self._kill_before = os.environ.get(KILL_BEFORE_START, "")  # a fault test's; "" (off) otherwise
+        self._thread = threading.Thread(target=self._work, name="caldera-starter", daemon=True)
+        self._thread.start()
 
     def run(self, spec: ProcessSpec) -> None:
         self._held.append(_Start(spec))
@@ -63,17 +81,62 @@ class HeldEffects:
         return len(self._held)
 
     def release(self) -> None:
+        """Hand what the committed turn asked for to the starter thread; returns at once."""
         held, self._held = self._held, []
-        for effect in held:
-            if isinstance(effect, _Stop):
-                self._executor.stop(effect.key, effect.grace)
-                continue
-            if self._kill_before and effect.spec.key.startswith(self._kill_before):
-                os.kill(os.getpid(), signal.SIGKILL)
+        if not held:
+            return
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the starter is closed")
+            self._queue.extend(held)
+            self._starting.update(e.spec.key for e in held if isinstance(e, _Start))
+            self._cond.notify_all()
+
+    def running(self) -> list[str]:
+        """The pods whose process runs or whose start is released but not done yet."""
+        with self._cond:  # the queued starts first: one done meanwhile is then in the executor's list
+            queued = set(self._starting)
+        return sorted(queued.union(self._executor.running()))
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Wait until every released effect is done, then let the starter thread end."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: not self._queue and not self._busy, timeout=timeout):
+                raise TimeoutError(f"pods still being started or stopped: {len(self._queue)} effects left")
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout=timeout)
+
+    # ------------------------------------------------------------ the starter thread
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._closed)
+                if not self._queue:
+                    return
+                effect = self._queue.popleft()
+                self._busy = True
             try:
-                self._executor.run(effect.spec)
-            except (OSError, ValueError, RuntimeError) as e:
-                log.warning("pod %s: not started: %s", effect.spec.key, e)
-                note = f"not started: {e}"
-                event = ProcessEvent(effect.spec.key, "exited", REFUSED, effect.spec.attempt, self._clock.now(), note)
-                self._report(event)
+                self._do(effect)
+            except Exception:
+                log.exception("failed to start or stop a pod's process")
+            finally:
+                with self._cond:
+                    if isinstance(effect, _Start):
+                        self._starting -= collections.Counter({effect.spec.key: 1})
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _do(self, effect: _Start | _Stop) -> None:
+        if isinstance(effect, _Stop):
+            self._executor.stop(effect.key, effect.grace)
+            return
+        if self._kill_before and effect.spec.key.startswith(self._kill_before):
+            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            self._executor.run(effect.spec)
+        except (OSError, ValueError, RuntimeError) as e:
+            log.warning("pod %s: not started: %s", effect.spec.key, e)
+            note = f"not started: {e}"
+            self._report(ProcessEvent(effect.spec.key, "exited", REFUSED, effect.spec.attempt, self._clock.now(), note))

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from caldera.backends.local import LocalExecutor
 from caldera.backends.sqlite_store import SqliteStore
 from caldera.controller import pod_name
 from caldera.core import objects as o
 from caldera.system.api import Conflict
 from caldera.system.control import ControlPlane
+from caldera.system.effects import HeldEffects
 from caldera.system.runtime import LocalRuntime
 from caldera.system.tensorboard import TensorBoards, job_dir
 from caldera.utils.clock import Clock
@@ -50,7 +50,7 @@ class JobExtras:
         home: Path,
         plane: ControlPlane,
         runtime: LocalRuntime,
-        executor: LocalExecutor,
+        executor: HeldEffects,  # its running() counts the starts not done yet
         tensorboards: TensorBoards,
         clock: Clock,
     ) -> None:

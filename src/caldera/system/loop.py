@@ -98,7 +98,7 @@ class ControlLoop:
             except Exception:
                 log.exception("control loop failed to settle")
             committed = self._commit()
-            if committed:  # before the answers: a pod shown Running has its process started
+            if committed:  # before the answers: a pod shown Running has its start queued (done in order, `effects.py`)
                 try:
                     self._turn.release()
                 except Exception:

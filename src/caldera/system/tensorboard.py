@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from caldera.backends.shim import group_members, kill_group, proc_stat, read_json, wait_exited, write_json_atomic
+from caldera.backends.procfs import group_members, kill_group, proc_stat, wait_exited
+from caldera.backends.shim import read_json, write_json_atomic
 from caldera.core import objects as o
 from caldera.system.podpaths import DATA, parse_data, path_map, rewrite
 from caldera.system.runtime import HOST, SUBMIT_DIR, PortBook, bindable

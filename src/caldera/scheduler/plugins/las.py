@@ -24,8 +24,10 @@ sooner than one that has run long.
 
 Preempting a job that cannot checkpoint throws its whole current run away.
 With `las.max-loss` (GPU-seconds; caldera-default sets it) such a job is a
-victim only while that run is worth at most this many GPU-seconds: past it the
-work lost outweighs what the preemptor gains by starting now. A job is taken
+victim only while everything it will have lost, over its life, is worth at
+most this many GPU-seconds: its attained service, since each earlier run was
+thrown away too. Past it the work lost outweighs what a preemptor gains by
+starting now, and a job is never preempted over and over. A job is taken
 to checkpoint when it has the annotation `caldera.dev/checkpoint-interval`.
 
 Levels change with time, not only with events: a running job crosses a
@@ -133,15 +135,20 @@ class LAS(Plugin):
         victims = victims_by_rank(preemptor, candidates, self.level)
         if self.max_loss < 0:
             return victims
-        return [v for v in victims if self._affordable(v.job)]
+        # The budget weighs what las gains by its levels: a higher PriorityClass preempts whatever it costs.
+        mine = preemptor.job.priority
+        return [v for v in victims if v.job.priority < mine or self._affordable(v.job)]
 
     def _affordable(self, job: JobInfo) -> bool:
-        """Whether stopping the job loses at most `las.max-loss` GPU-seconds (a checkpointing job loses little)."""
+        """Whether the job, stopped now, will have lost at most `las.max-loss` GPU-seconds over its life.
+
+        A job that cannot checkpoint starts over after each stop: the service of its earlier runs was
+        thrown away, its current run would be too, so its attained service is what preemption costs it
+        in all. A budget per run instead let one job be preempted again and again, each time just
+        under it (8 times, 2 GPU-hours thrown away for a 1.3-hour job, on a Philly sample)."""
         if CHECKPOINT_INTERVAL in job.annotations:
             return True
-        s = job.service
-        started = s.run_started if s.run_started is not None else self.ssn.now
-        return s.gpus * (self.ssn.now - started) <= self.max_loss
+        return job.service.attained(self.ssn.now) <= self.max_loss
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)

@@ -16,7 +16,13 @@ as Kueue's cohorts borrow. Preemption within a queue and reclaim still only act
 for a queue within its deserved share; with borrowing, the workers its elastic
 jobs run above their minAvailable do not count towards it (they are lent, and
 given back to any job that needs them), so a queue whose share its own elastic
-jobs fill may still reclaim for a new gang.
+jobs fill may still reclaim for a new gang. Lent the other way too: reclaim may
+take any job's workers above its minAvailable, whatever its queue's share (a
+gang's minimum before anyone's extra workers, as Pollux reallocates what runs
+above a job's minimum). Without it a queue over its share kept its new jobs
+waiting, or running at their minimum, while other queues' elastic jobs ran at
+their maximum (on the elastic Philly samples, seed 3: 1.25 h average JCT
+against las's 0.47 h; with it 0.51 h).
 """
 
 from __future__ import annotations
@@ -97,12 +103,32 @@ class Yielding:
         return table
 
 
-def reclaim_victims(ssn: Session, deserved: Mapping[str, Vector], candidates: list[TaskInfo]) -> list[TaskInfo]:
-    """Victims only from queues above their deserved share, taken while the queue stays above it."""
+def surplus(job: JobInfo) -> list[TaskInfo]:
+    """The job's running tasks above its minAvailable (an elastic job's extra workers), highest index first."""
+    spare = job.count(READY) - job.min_available
+    if spare <= 0:
+        return []
+    ready = [t for t in job.tasks.values() if t.status in READY]
+    return sorted(ready, key=lambda t: -t.index)[:spare]
+
+
+def reclaim_victims(
+    ssn: Session, deserved: Mapping[str, Vector], candidates: list[TaskInfo], *, lent: bool = False
+) -> list[TaskInfo]:
+    """Victims only from queues above their deserved share, taken while the queue stays above it; with
+    `lent`, also the workers any job runs above its minAvailable, whatever its queue's share."""
     left: dict[str, Vector] = {}
     within: set[str] = set()  # queues found within their share: nothing of theirs is taken (nor re-checked)
+    extra: dict[str, set[str]] = {}  # job key → keys of its tasks above minAvailable
     victims = []
     for c in candidates:
+        if lent:
+            above = extra.get(c.job.key)
+            if above is None:
+                above = extra[c.job.key] = {t.key for t in surplus(c.job)}
+            if c.key in above:
+                victims.append(c)
+                continue
         name = c.job.queue
         if name in within:
             continue
@@ -269,16 +295,15 @@ class Proportion(Plugin):
         for job in self.ssn.state.jobs.values():
             if job.queue != name:
                 continue
-            spare = job.count(READY) - job.min_available
-            if spare <= 0:
+            above = surplus(job)
+            if not above:
                 continue
-            ready = [t for t in job.tasks.values() if t.status in READY]
-            extra = sum((t.req for t in sorted(ready, key=lambda t: -t.index)[:spare]), np.zeros_like(job.allocated))
+            extra = sum((t.req for t in above), np.zeros_like(job.allocated))
             lent = extra if lent is None else lent + extra
         return lent
 
     def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return reclaim_victims(self.ssn, self.deserved, candidates)
+        return reclaim_victims(self.ssn, self.deserved, candidates, lent=self.borrow)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         return enqueue_vote(self.ssn, job, self.capability, self.yielding)
