@@ -59,7 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-from caldera.backends.kube.client import JSON, resource_path
+from caldera.backends.kube.client import JSON, Gone, resource_path
 from caldera.system.kubernetes import API_REQUESTS
 from caldera.testing.kube import (
     ControlPlane,
@@ -181,24 +181,32 @@ class BindWatch:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                for kind, pod in self.plane.kube.watch(PODS, resource_version=self._version, timeout_seconds=30):
-                    self._version = pod["metadata"]["resourceVersion"]
-                    if kind not in ("ADDED", "MODIFIED") or not pod["spec"].get("nodeName"):
-                        continue
-                    name = pod["metadata"]["name"]
-                    if name not in self.bound:
-                        with self.changed:
-                            self.bound.add(name)
-                            job = (pod["metadata"].get("labels") or {}).get("bench-job", "")
-                            self.by_job.setdefault(job, []).append(time.time())
-                            self.changed.notify_all()
-                        if len(self.bound) >= self.total:
-                            self.done.set()
+                try:
+                    for kind, pod in self.plane.kube.watch(PODS, resource_version=self._version, timeout_seconds=30):
+                        self._version = pod["metadata"]["resourceVersion"]
+                        if kind in ("ADDED", "MODIFIED"):
+                            self._seen(pod)
+                except Gone:  # the version was compacted away under load: list again, watch from there
+                    items, self._version = self.plane.kube.list_all(PODS)
+                    for pod in items:
+                        self._seen(pod)
         except Exception as e:  # the run fails with it, not silently
             self.error = e
             self.done.set()
             with self.changed:
                 self.changed.notify_all()
+
+    def _seen(self, pod: JSON) -> None:
+        name = pod["metadata"]["name"]
+        if not pod["spec"].get("nodeName") or name in self.bound:
+            return
+        with self.changed:
+            self.bound.add(name)
+            job = (pod["metadata"].get("labels") or {}).get("bench-job", "")
+            self.by_job.setdefault(job, []).append(time.time())
+            self.changed.notify_all()
+        if len(self.bound) >= self.total:
+            self.done.set()
 
     def all_bound(self, job: str, size: int, timeout: float) -> float:
         """When the last of `job`'s `size` pods was seen bound (time.time())."""
