@@ -55,7 +55,9 @@ def test_gloo_all_reduce_then_a_hot_restart_after_a_node_loss(tmp_path):
             procs.append(start(server.endpoint, "pod-b", work))  # the replacement pod
             wait_until(lambda: result(work, "pod-a", 1) and result(work, "pod-b", 1), 90, "all-reduce in round 1")
             assert {result(work, p, 1)["sum"] for p in ("pod-a", "pod-b")} == {3.0}
-            assert result(work, "pod-a", 1)["rank"] == result(work, "pod-a", 0)["rank"]  # the survivor kept its rank
+            # The survivor has rank 0 whichever rank it had: it kept it, or the lost node had it and a newcomer never
+            # takes rank 0 while a survivor is in the round (rank 0 hosts the store; rounds.py)
+            assert result(work, "pod-a", 1)["rank"] == 0
             (work / "exit").write_text("0")
             wait_until(lambda: procs[0].poll() is not None and procs[2].poll() is not None, 60, "launchers to exit")
             assert (procs[0].returncode, procs[2].returncode) == (0, 0)
