@@ -17,6 +17,7 @@ import select
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     import signal
+    from collections.abc import Callable
 else:
     import _signal as signal  # the C module behind `signal`: the same functions and numbers, no enum
 
@@ -78,27 +79,9 @@ def kill_group(pgid: int, *, spare: int | None = None, timeout: float = 10.0) ->
         pids = [p for p in group_members(pgid) if p != spare]
         if not pids:
             return True
-        fds = []
-        for pid in pids:
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            st = proc_stat(pid)  # read after pinning the process: the pid may have changed hands since the scan
-            if st is None or st.pgrp != pgid:
-                os.close(fd)
-                continue
-            try:  # noqa: SIM105 (no contextlib here: see the module docstring)
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            fds.append(fd)
-        try:
-            if not wait_exited(fds, timeout):
-                return False
-        finally:
-            for fd in fds:
-                os.close(fd)
+        # re-read after pinning each process: its pid may have changed hands since the scan
+        if not _kill_pinned(pids, lambda p: (st := proc_stat(p)) is not None and st.pgrp == pgid, timeout):
+            return False
     return not [p for p in group_members(pgid) if p != spare]
 
 
@@ -133,24 +116,33 @@ def kill_tree(pid: int, *, timeout: float = 10.0) -> bool:
         pids = descendants(pid)
         if not pids:
             return True
-        fds = []
-        for p in pids:
-            try:
-                fd = os.pidfd_open(p)
-            except ProcessLookupError:
-                continue
-            try:  # noqa: SIM105 (no contextlib here: see the module docstring)
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            fds.append(fd)
-        try:
-            if not wait_exited(fds, timeout):
-                return False
-        finally:
-            for fd in fds:
-                os.close(fd)
+        if not _kill_pinned(pids, lambda p: True, timeout):
+            return False
     return not descendants(pid)
+
+
+def _kill_pinned(pids: list[int], still_ours: Callable[[int], bool], timeout: float) -> bool:
+    """Pin each of `pids` with a pidfd, SIGKILL those `still_ours` says are (checked once pinned), and wait
+    until they are gone; False if some survived `timeout` seconds."""
+    fds = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        if not still_ours(pid):
+            os.close(fd)
+            continue
+        try:  # noqa: SIM105 (no contextlib here: see the module docstring)
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        fds.append(fd)
+    try:
+        return wait_exited(fds, timeout)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def with_environment(name: str, value: str) -> list[int]:
