@@ -81,11 +81,16 @@ def policies(pid: int) -> dict[int, int]:
 
 
 def group_nice(pid: int) -> int | None:
-    """The nice value of `pid`'s autogroup (its session's CPU weight against other sessions); None without autogroups."""
+    """The nice value of `pid`'s autogroup (its session's CPU weight against other sessions); None without autogroups.
+
+    The file reads "/autogroup-N nice K"; it is missing when the kernel has no autogroups and empty
+    when they are built in but off (`kernel.sched_autogroup_enabled = 0`, as on some CI machines).
+    """
     try:
-        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+        fields = Path(f"/proc/{pid}/autogroup").read_text().split()
     except FileNotFoundError:
         return None
+    return int(fields[-1]) if len(fields) == 3 and fields[1] == "nice" else None
 
 
 AUTOGROUPS = group_nice(os.getpid()) is not None
