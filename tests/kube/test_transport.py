@@ -7,6 +7,7 @@ close a kept-alive connection, drop a request unanswered); the TLS and proxy one
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -129,9 +130,11 @@ def test_the_tls_server_name_is_the_name_checked_in_the_servers_certificate(plan
     # The kit's serving certificate is for 127.0.0.1 and localhost.
     with KubeClient(replace(plane.config, tls_server_name="localhost")) as kube:
         assert kube.get("/version")["gitVersion"] == "v1.36.3"
-    with KubeClient(replace(plane.config, tls_server_name="kubernetes.default")) as kube:
-        with pytest.raises(Unreachable, match="certificate"):
-            kube.get("/version")
+    with (
+        KubeClient(replace(plane.config, tls_server_name="kubernetes.default")) as kube,
+        pytest.raises(Unreachable, match="certificate"),
+    ):
+        kube.get("/version")
 
 
 class ConnectProxy:
@@ -177,13 +180,11 @@ class ConnectProxy:
             while data := a.recv(65536):
                 b.sendall(data)
         except OSError:
-            pass
+            return
         finally:  # one side ended: end both (the other pipe's recv or send then fails and ends it)
             for s in (a, b):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
 
     def close(self) -> None:
