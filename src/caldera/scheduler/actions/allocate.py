@@ -76,8 +76,8 @@ def allocate(ssn: Session) -> None:
             heapq.heappush(heap, (ssn.job_key(job), next(tie), job))
         if heap:  # back in line with its share as it is now, after this job (as Volcano does)
             # Alone in line it is next whatever its key: queue-order hooks are keys (pure), so none is asked.
-            key = _queue_key(ssn, qname, heap) if queues else ()
-            heapq.heappush(queues, (key, next(tie), qname))
+            order = _queue_key(ssn, qname, heap) if queues else ()
+            heapq.heappush(queues, (order, next(tie), qname))
 
 
 def _queue_key(ssn: Session, name: str, heap: list[tuple[tuple[object, ...], int, JobInfo]]) -> tuple[object, ...]:
