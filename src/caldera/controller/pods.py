@@ -26,6 +26,7 @@ from caldera.core.objects import (
     ObjectMeta,
     Pod,
     PodGroup,
+    PodSpec,
     TaskSpec,
 )
 
@@ -77,11 +78,7 @@ def make_pod(job: Job, task: TaskSpec, index: int, priority: int, now: float) ->
         not spec.scheduler_name and job.spec.scheduler_name
     )
     if inherits:
-        spec = replace(
-            spec,
-            priority_class_name=spec.priority_class_name or job.spec.priority_class_name,
-            scheduler_name=spec.scheduler_name or job.spec.scheduler_name,
-        )
+        spec = _inherited(spec, job.spec.priority_class_name, job.spec.scheduler_name)
     return Pod(
         metadata=ObjectMeta(
             name=pod_name(job.name, task.name, index),
@@ -96,6 +93,29 @@ def make_pod(job: Job, task: TaskSpec, index: int, priority: int, now: float) ->
         index=index,
         priority=priority,
     )
+
+
+# A template's spec with what it inherits from its job, by (the template spec's identity, class, scheduler):
+# (the template spec, the rendered spec). PodSpecs are frozen, so a task's pods share one rendered spec, as
+# they share the template's when it inherits nothing (and the scheduler keeps a request vector per spec).
+_INHERITED: dict[tuple[int, str, str], tuple[PodSpec, PodSpec]] = {}
+_INHERITED_MAX = 4096
+
+
+def _inherited(spec: PodSpec, priority_class: str, scheduler: str) -> PodSpec:
+    key = (id(spec), priority_class, scheduler)
+    found = _INHERITED.get(key)
+    if found is not None and found[0] is spec:
+        return found[1]
+    rendered = replace(
+        spec,
+        priority_class_name=spec.priority_class_name or priority_class,
+        scheduler_name=spec.scheduler_name or scheduler,
+    )
+    if len(_INHERITED) >= _INHERITED_MAX:
+        _INHERITED.clear()
+    _INHERITED[key] = (spec, rendered)
+    return rendered
 
 
 def min_resources(job: Job) -> dict[str, float]:

@@ -308,6 +308,7 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
     name is taken until it is gone. Pods of a task with dependsOn are created only
     once every task it depends on is ready."""
     present = {p.name for p in pods}
+    live = _live(pods)
     kill: list[str] = []
     create: list[tuple[str, int]] = []
     for task in job.spec.tasks:
@@ -317,8 +318,8 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
             if all(_ready(job, pods, dep) for dep in task.depends_on):
                 create.extend(task_create)
             continue
-        kill.extend(p.name for p in _live(pods) if p.task == task.name and p.index >= task.replicas)
-        if not all(_ready(job, pods, dep) for dep in task.depends_on):
+        kill.extend(p.name for p in live if p.task == task.name and p.index >= task.replicas)
+        if task.depends_on and not all(_ready(job, pods, dep) for dep in task.depends_on):
             continue
         create.extend((task.name, i) for i in range(task.replicas) if pod_name(job.name, task.name, i) not in present)
     return tuple(kill), tuple(create)

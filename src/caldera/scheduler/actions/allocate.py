@@ -75,7 +75,9 @@ def allocate(ssn: Session) -> None:
         if _allocate_job(ssn, job, failed_shapes):  # ready with tasks left: back in line for the rest
             heapq.heappush(heap, (ssn.job_key(job), next(tie), job))
         if heap:  # back in line with its share as it is now, after this job (as Volcano does)
-            heapq.heappush(queues, (_queue_key(ssn, qname, heap), next(tie), qname))
+            # Alone in line it is next whatever its key: queue-order hooks are keys (pure), so none is asked.
+            order = _queue_key(ssn, qname, heap) if queues else ()
+            heapq.heappush(queues, (order, next(tie), qname))
 
 
 def _queue_key(ssn: Session, name: str, heap: list[tuple[tuple[object, ...], int, JobInfo]]) -> tuple[object, ...]:
@@ -87,10 +89,13 @@ def _allocate_job(ssn: Session, job: JobInfo, failed_shapes: dict[tuple[object, 
     """Place what the job can get; whether it is ready with tasks still waiting for another turn."""
     if not ssn.call(JOB_VALID, job):
         return False
-    shape = _shape(job)
-    if shape is not None and shape in failed_shapes:
-        _fail(ssn, job, failed_shapes[shape])
-        return False
+    # The shape is asked for only when one failed already, or when this job fails: its tasks are as they
+    # were then (a discarded statement puts them back).
+    if failed_shapes:
+        shape = _shape(job)
+        if shape is not None and shape in failed_shapes:
+            _fail(ssn, job, failed_shapes[shape])
+            return False
     stmt = Statement(ssn)
     placed = place_tasks(ssn, stmt, job)
     why = placed.why
@@ -108,6 +113,7 @@ def _allocate_job(ssn: Session, job: JobInfo, failed_shapes: dict[tuple[object, 
     else:
         stmt.discard()
         _fail(ssn, job, why)
+        shape = _shape(job)
         if shape is not None:
             failed_shapes[shape] = why
     return False
