@@ -4,11 +4,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from caldera.scheduler.config import parse_config
+from caldera.scheduler.plugins.registry import registry
+from caldera.scheduler.plugins.reservation import Reservation
 from caldera.scheduler.policies import policy_text
+from caldera.scheduler.session import Session
+from caldera.scheduler.state import ClusterState
+from caldera.testing.builders import make_node, make_pod, make_podgroup
 from caldera.testing.scenario import arrival, cluster, gpu_nodes, queue, run_scenario, start_time, task, vcjob, workload
 
 DEFAULT = policy_text("caldera-default")
@@ -69,3 +75,25 @@ def test_no_reservation_when_the_gpus_it_lacks_are_not_expected_back_within_the_
 def test_a_bad_setting_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match=r"plugin reservation: reservation\.waiting-time must"):
         backfilled(config(bad, "1h"))
+
+
+def election(ran_before: bool) -> str | None:
+    """One node of 4 GPUs, all free; 'old' (submitted at 0) and 'new' (at 100) each wait with a 4-pod gang.
+    At 5,000 s both have waited past 10 minutes: the target is the one waiting longest that never ran."""
+    state = ClusterState()
+    state.set_nodes([make_node("n0", resources={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"})])
+    for name, created in (("old", 0.0), ("new", 100.0)):
+        pg = make_podgroup(name, min_member=4, created=created)
+        state.set_podgroup(pg)
+        for i in range(4):
+            state.set_pod(make_pod(name, "worker", i, created=created), pg.key)
+    if ran_before:
+        state.jobs["default/old"].service.epoch = 50.0  # it ran once and was stopped: las promotes it, not this
+    ssn = Session(state, parse_config(config("10m", "1h"), "test"), 5000.0, registry())
+    target = cast(Reservation, ssn.plugin("reservation")).target()
+    return None if target is None else target.name
+
+
+@pytest.mark.parametrize(("ran_before", "elected"), [(False, "old"), (True, "new")], ids=["never-ran", "ran-before"])
+def test_the_target_is_the_never_started_job_waiting_longest(ran_before: bool, elected: str) -> None:
+    assert election(ran_before) == elected
