@@ -208,3 +208,27 @@ def test_https_proxy_from_the_environment_tunnels_unless_no_proxy_names_the_serv
         assert len(proxy.tunnels) == 1  # straight to the server
     finally:
         proxy.close()
+
+
+@pytest.mark.kube
+def test_closing_the_client_ends_a_watch_open_in_another_thread_as_unreachable(plane, namespace):
+    maps = f"/api/v1/namespaces/{namespace}/configmaps"
+    kube = KubeClient(plane.config)
+    _, version = kube.list_all(maps)
+    first, ended = threading.Event(), []
+
+    def watch() -> None:
+        try:
+            for _ in kube.watch(maps, resource_version=version, timeout_seconds=300):
+                first.set()
+        except Exception as e:  # what the watch ended with
+            ended.append(e)
+
+    thread = threading.Thread(target=watch)
+    thread.start()
+    plane.kube.create(maps, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}})
+    assert first.wait(60)
+    kube.close()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert len(ended) == 1 and isinstance(ended[0], Unreachable), ended

@@ -330,6 +330,8 @@ class KubeClient:
             return read()
         except (OSError, http.client.HTTPException) as e:
             self._transport.fail(e, what)
+        except (AttributeError, ValueError):  # the client was closed meanwhile: http.client's reply lost its file
+            self._transport.fail(ConnectionAbortedError("the client was closed"), what)
 
 
 def _target(path: str, params: Mapping[str, str | int | bool] | None) -> str:

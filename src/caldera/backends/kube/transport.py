@@ -123,6 +123,9 @@ class Transport:
             except (OSError, http.client.HTTPException) as e:
                 self._drop(conn)
                 self._fail(e, f"{method} {target}")
+            except (AttributeError, ValueError):  # `close()` from another thread: http.client's reply lost its file
+                self._drop(conn)
+                self._fail(ConnectionAbortedError("the client was closed"), f"{method} {target}")
             if response.will_close:
                 self._drop(conn)
             if response.getheader("Content-Encoding") == "gzip":
