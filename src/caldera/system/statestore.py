@@ -28,7 +28,7 @@ from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
 from caldera.system.ended import EndedPod, EndedPods
 from caldera.system.runtime import LocalRuntime
-from caldera.system.views import node_summaries
+from caldera.system.views import holding_pods, node_summaries
 from caldera.system.watch import node_object
 
 log = logging.getLogger("caldera.daemon")
@@ -125,20 +125,21 @@ class PlaneStore:
             want[("Pod", pod.namespace, pod.name)] = _text(body)
         return want
 
-    def _global_objects(self, nodes: bool) -> dict[Ident, str]:
+    def _global_objects(self, nodes: bool, every_pod: bool = False) -> dict[Ident, str]:
         want: dict[Ident, str] = {}
         for q in self.plane.queues.values():
             want[("Queue", "", q.name)] = _text(q.to_dict())
         for pc in self.plane.priority_classes.values():
             want[("PriorityClass", "", pc.name)] = _text(pc.to_dict())
         if nodes:
-            for summary in node_summaries(self.plane):  # for watchers: what is allocated changes
+            pods = None if every_pod else holding_pods(self.plane)  # not a pass over every finished pod
+            for summary in node_summaries(self.plane, pods):  # for watchers: what is allocated changes
                 want[("Node", "", summary["name"])] = _text(node_object(summary))
         return want
 
     def _check(self) -> None:
         """Compare what was written with a full pass over the plane (the test suite's guard on `touched`)."""
-        full = self._global_objects(nodes=True)
+        full = self._global_objects(nodes=True, every_pod=True)
         for key in self.plane.jobs:
             full.update(self._job_objects(key))
         written = dict(self._globals)
