@@ -97,7 +97,13 @@ class EmbeddedCluster:
         )
         self.runtime = LocalRuntime(home, self.held, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
-        self.plane = ControlPlane(Scheduler(scheduler), self.runtime, self.clock, RestartBackoff())  # as the kubelet
+        self.plane = ControlPlane(
+            Scheduler(scheduler),
+            self.runtime,
+            self.clock,
+            RestartBackoff(),
+            keep_attempts=False,  # as the kubelet
+        )
         self.plane.add_nodes(node_list)
         self.ended = EndedPods()
         self.plane.on_pod_gone = self._pod_gone
@@ -230,7 +236,7 @@ class EmbeddedCluster:
                 raise NotFound(f"job {key} not found")
             self.elastic.job_gone(self.plane.jobs[key])
             self.plane.delete_job(key)
-            self.runtime.ports.release(key)
+            self.runtime.job_deleted(key)
 
         self._call(run)
 

@@ -254,6 +254,11 @@ class LocalRuntime:
             )
         )
 
+    def job_deleted(self, job_key: str) -> None:
+        """The job is gone: its host ports are free, and nothing is kept under its key."""
+        self.ports.release(job_key)
+        self._images_reported.discard(job_key)
+
     def stop(self, pod: o.Pod) -> None:
         self.executor.stop(pod.key, grace=pod.spec.termination_grace_period_seconds)
 
