@@ -11,7 +11,13 @@ replaces its environment, then runs the script as `python SCRIPT` would (`__main
 `sys.argv`, `sys.path[0]` the script's directory; `-m`: the module, the working directory
 first on the path). Any other command (a shell script, `mpirun`, a binary) starts cold.
 
-When spares start, and at what priority:
+How a spare is made: forked by a zygote (`zygote.py`), a process that imported the preload
+modules once, the node's or the launcher's own; a fork costs milliseconds and no import, so
+refills never compete with the round for CPU and a node's new pods start warm. What follows
+(priorities, starvation) is about the fallback, spares that import themselves (`COLD`), made
+only when no zygote can be reached (`--preload` modules the zygote cannot serve, or it died).
+
+When cold spares start, and at what priority:
 
 - At the launcher's start, at normal priority: the first round needs them at once.
 - As soon as a round's workers started (`refill`), behind those taken, so a fault right after

@@ -128,6 +128,7 @@ def fork(conn):
             os.close(fd)
         conn.close()
         return None
+    led_r, led_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)
@@ -136,6 +137,9 @@ def fork(conn):
         prctl(1, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != me:
             os._exit(137)
+        os.write(led_w, b"1")  # it leads its group now: a kill of the group reaches it
+        os.close(led_w)
+        os.close(led_r)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         for fd in fds:
@@ -152,6 +156,9 @@ def fork(conn):
         return request
     for fd in fds:
         os.close(fd)
+    os.close(led_w)
+    os.read(led_r, 1)  # the pid goes out once the child leads its group (or has died)
+    os.close(led_r)
     clients[conn] = pid
     children[pid] = conn
     try:
@@ -225,8 +232,9 @@ class Forked:
     The process is the zygote's child, so its pid and exit status come over the connection
     (a thread reads them); `stdin` is the pipe the round's job is written to."""
 
-    def __init__(self, conn: socket.socket, job: int) -> None:
+    def __init__(self, conn: socket.socket, job: int, zygote: Zygote) -> None:
         self._conn = conn
+        self._zygote = zygote
         self.stdin = os.fdopen(job, "wb")
         self._pid: int | None = None
         self.returncode: int | None = None
@@ -251,6 +259,8 @@ class Forked:
         except (OSError, ValueError):
             pass
         # No status: the zygote died (its children die with it, PR_SET_PDEATHSIG) or refused us.
+        if self._pid is None:
+            self._zygote.broken = True  # before forking this one: the next spares start cold
         self.returncode = -signal.SIGKILL if status is None else os.waitstatus_to_exitcode(status)
         self._known.set()
         self._ended.set()
@@ -311,7 +321,7 @@ class Zygote:
             return None
         finally:
             os.close(stdin_r)
-        return Forked(conn, stdin_w)
+        return Forked(conn, stdin_w, self)
 
     def close(self) -> None:
         """Stop the zygote if this launcher started it (the node's stays for the node's other pods)."""
