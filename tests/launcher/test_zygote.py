@@ -151,7 +151,8 @@ def test_launchers_of_one_node_share_its_zygote_which_outlives_them(work: Path, 
     (zygote,) = starter.zygotes()
     assert imports(work) == [zygote]  # one import on the node, by the zygote, for both pods
     environ = Path(f"/proc/{zygote}/environ").read_bytes().split(b"\0")
-    assert not any(v.startswith((b"POD=", STARTER_VAR.encode())) for v in environ)  # no pod's own
+    assert not any(v.startswith(b"POD=") for v in environ)  # none of a pod's own variables
+    assert f"{STARTER_VAR}={starter.name}".encode() in environ  # the starter's mark, how `close` finds it
 
 
 def test_without_a_reachable_zygote_spares_start_cold(work: Path) -> None:
@@ -203,3 +204,29 @@ def test_torch_in_a_forked_worker_runs_gloo_and_the_zygote_forks_from_one_thread
         assert len(list(Path(f"/proc/{zygote}/task").iterdir())) == 1
     finally:
         pool.close()
+
+
+def test_a_starter_stops_its_zygotes_and_those_an_earlier_one_left(work: Path) -> None:
+    """The runtime stops the node's zygote when no elastic pod runs, and at its stop also the one that a daemon
+    killed before it left running (a later daemon on the same home serves the same name)."""
+    name = f"caldera-test-restarted-{os.getpid()}"
+    env = pool_env(work, **{STARTER_VAR: name})
+    first = ZygoteStarter(name)
+    pool = SparePool([PY, str(work / "prog.py"), str(work / "r.json")], env, ["counted"], 1, zygote=True)
+    pool.fill()
+    pool.close()
+    (zygote,) = first.zygotes()
+    first.stop_zygotes()  # no elastic pod left on the node
+    assert not alive(zygote) and first.zygotes() == []
+    pool = SparePool([PY, str(work / "prog.py"), str(work / "r.json")], env, ["counted"], 1, zygote=True)
+    pool.fill()  # a new pod: the starter still serves, and starts a zygote again
+    (zygote,) = first.zygotes()
+    first.close(stop_zygotes=False)  # the daemon went away without stopping its pods
+    later = ZygoteStarter(name)
+    try:
+        assert alive(zygote) and later.zygotes() == []
+    finally:
+        pool.close()
+        later.close()  # stops the pods' zygotes, whoever started them
+    wait_until(lambda: not alive(zygote), 30, "the earlier starter's zygote to be killed")
+    first.stop_zygotes()  # reaps it (this test process is its parent, as the daemon that went away was)

@@ -9,9 +9,10 @@ and hands the bound socket to the starter with the interpreter, the preload list
 variables; the starter runs `zygote.PROGRAM` on it in a session of its own and answers "started".
 Only peers of the starter's own uid are served, and only the zygote program is ever run.
 
-The starter stops the zygotes it started when it is closed (the runtime, when it stops its pods).
-A zygote also exits after `IDLE_EXIT` seconds without a client (the runtime may stop without
-stopping its pods, and a later one adopts them).
+The runtime stops the zygotes when no elastic pod runs on the node any more (`stop_zygotes`), and
+when it stops its pods (`close`: those of an earlier starter on the same name too, found by the
+name in their environment). A zygote also exits after `IDLE_EXIT` seconds without a client (the
+runtime may stop without stopping its pods, and a later one adopts the pods, not the zygote).
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
 import threading
 
-from caldera.launcher.zygote import zygote_argv
+from caldera.launcher.zygote import PROGRAM, STARTER_VAR, zygote_argv
 
-IDLE_EXIT = 300.0  # seconds a node's zygote waits without a client before it exits
+IDLE_EXIT = 10.0  # seconds a node's zygote waits without a client before it exits (one its runtime forgot)
 
 
 class ZygoteStarter:
@@ -87,7 +89,7 @@ class ZygoteStarter:
                     return
                 proc = subprocess.Popen(
                     zygote_argv(interpreter, preload, fds[0], IDLE_EXIT),
-                    env=env,
+                    env={**env, STARTER_VAR: self.name},  # how `close` finds it, after a restart too
                     cwd="/",
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -103,17 +105,45 @@ class ZygoteStarter:
             for fd in fds:
                 os.close(fd)
 
+    def stop_zygotes(self) -> None:
+        """SIGKILL the zygotes it started (their spares die with them); it goes on serving."""
+        with self._lock:
+            started, self._started = self._started, []
+        for proc in started:
+            proc.kill()
+        for proc in started:
+            proc.wait()
+
     def close(self, stop_zygotes: bool = True) -> None:
-        """Stop serving; with `stop_zygotes`, SIGKILL the zygotes started (their spares die with them)."""
+        """Stop serving; with `stop_zygotes`, SIGKILL every zygote started under this name, by this starter
+        or by one before it (a daemon killed, then started again on the same home), and their spares."""
         with self._lock:
             self._closed = True
-            started, self._started = self._started, []
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
         self._thread.join()
         if stop_zygotes:
-            for proc in started:
-                proc.kill()
-            for proc in started:
-                proc.wait()
+            self.stop_zygotes()
+            for pid in started_as(self.name):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def started_as(name: str) -> list[int]:
+    """The live processes of the zygotes started under `name` and of the spares they forked (from /proc)."""
+    marker, program = f"{STARTER_VAR}={name}".encode(), PROGRAM.encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if marker not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                if program in f.read().split(b"\0"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

@@ -193,6 +193,7 @@ class LocalRuntime:
         self.attempts: dict[str, int] = {}
         self.elastic_server = ""  # host:port of etcd for elastic pods' launchers ("" if none)
         self.zygotes: ZygoteStarter | None = None  # starts the zygote elastic pods share (`serve_zygotes`)
+        self._elastic_pods: set[str] = set()  # started with the starter's name: while any runs, zygotes stay
 
     def serve_zygotes(self) -> None:
         """Start the machine's zygote starter, whose zygotes outlive the pods that asked for them
@@ -246,6 +247,7 @@ class LocalRuntime:
             env["POD_IP"] = HOST
             if self.zygotes is not None:  # the machine's launchers share its zygote (launcher/zygote.py)
                 env[STARTER_VAR] = self.zygotes.name
+                self._elastic_pods.add(pod.key)
         env.update(
             {
                 "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
@@ -279,8 +281,12 @@ class LocalRuntime:
         self.executor.stop(pod.key, grace=pod.spec.termination_grace_period_seconds)
 
     def released(self, pod_key: str) -> None:
-        """The pod's process is gone for good: its GPUs are free again."""
+        """The pod's process is gone for good: its GPUs are free again (and the zygotes, after the last elastic pod)."""
         self.gpus.release(pod_key)
+        if pod_key in self._elastic_pods:
+            self._elastic_pods.discard(pod_key)
+            if not self._elastic_pods and self.zygotes is not None:
+                self.zygotes.stop_zygotes()
 
     def address(self, job: o.Job, pod: str) -> str:
         """host:port of the pod's first declared port, for people (`caldera get`)."""
