@@ -22,11 +22,11 @@ Where the zygote lives:
 The protocol, over a Unix SOCK_SEQPACKET socket in the abstract namespace (no file to clean up,
 no path length limit; the zygote accepts only peers of its own uid): one connection per spare.
 The client sends one message: a JSON object {"cwd", "env"} with three descriptors (the spare's
-stdin, a pipe the round's job will come on, and its stdout and stderr). The zygote forks; the
+stdin, a pipe the round's job will come on, then its stdout and stderr). The zygote forks; the
 child starts a session of its own (it is the worker's process group, as a cold worker is),
 sets PR_SET_PDEATHSIG (it dies with the zygote), takes the descriptors and the environment,
-and then waits for the round's job and runs it as a spare does (`READ_JOB`, `RUN_JOB`). The zygote answers "pid N", and "exit S"
-(a wait status) when the child ends. When the client's end closes (the launcher died, or
+then waits for the round's job and runs it as a cold spare does (`READ_JOB`, `RUN_JOB`). The
+zygote answers "pid N" once the child leads its group, and "exit S" (a wait status) when it ends. When the client's end closes (the launcher died, or
 closed the spare), the zygote SIGKILLs the child's group, so a worker never outlives its
 launcher, as with PDEATHSIG.
 
