@@ -8,7 +8,8 @@ etcd). Then, one after another:
 
 - `kill -9` of a worker pod's training process (the pod's launcher lives and re-forms);
 - `kill -9` of a whole worker pod (its process group: the controller re-creates the pod);
-- `caldera scale` 3 → 2 and 2 → 3 (the whole command is inside the figure);
+- `caldera scale` 3 → 2 and 2 → 3 (the whole command is inside the figure; its own time, a CLI
+  process and the daemon's answer, is printed beside it);
 - `kill -9` of a training process again 1 s after training resumed ("back to back").
 
 Each fault but the last comes `--steady` seconds (12) after training resumed, as faults do in a
@@ -105,6 +106,7 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
         "scale 2 → 3": [],
         "trainer killed back to back": [],
     }
+    commands: dict[str, list[float]] = {"scale 3 → 2": [], "scale 2 → 3": []}  # the `caldera scale` process alone
     home = tmp / "home"
     tmp.mkdir(parents=True)
 
@@ -138,14 +140,12 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
             os.killpg(os.getpgid(launcher), signal.SIGKILL)
             timings["pod killed"].append(resumed_after(logs, t0, 3))
 
-            time.sleep(steady)
-            t0 = time.time()
-            caldera(home, "scale", "el", "--replicas", "2")
-            timings["scale 3 → 2"].append(resumed_after(logs, t0, 2))
-            time.sleep(steady)
-            t0 = time.time()
-            caldera(home, "scale", "el", "--replicas", "3")
-            timings["scale 2 → 3"].append(resumed_after(logs, t0, 3))
+            for before, after in ((3, 2), (2, 3)):
+                time.sleep(steady)
+                t0 = time.time()
+                caldera(home, "scale", "el", "--replicas", str(after))
+                commands[f"scale {before} → {after}"].append(time.time() - t0)
+                timings[f"scale {before} → {after}"].append(resumed_after(logs, t0, after))
 
             time.sleep(1.0)
             _, trainer = pids("el-worker-0")
@@ -158,6 +158,8 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
     finally:
         caldera(home, "down")
     report(timings)
+    for what, values in commands.items():
+        print(f"  of which the `caldera {what}` command itself: median {statistics.median(values):.2f} s")
     print(f"job retryCount after {repeat * 3} faults: {retries}")
 
 

@@ -120,6 +120,7 @@ class EmbeddedCluster:
     def start(self) -> None:
         self.elastic.start()
         self.runtime.elastic_server = self.elastic.endpoint
+        self.runtime.serve_zygotes()
         self.state.restore()
         self.extras.forget_orphans(self.store)
         adopt(self.executor, self.plane, self.runtime, self._process_event, self._notify, self.clock)
@@ -141,6 +142,7 @@ class EmbeddedCluster:
             self.executor.stop_all(grace=10.0)
         self.extras.shutdown(stop_pods)
         self.elastic.stop(stop_server=stop_pods)
+        self.runtime.close_zygotes(stop=stop_pods)
         self.executor.close()
         self.store.close()
         if self.state.mismatches:  # CALDERA_VERIFY_STORE=1 (the tests): a change the store missed is a bug
