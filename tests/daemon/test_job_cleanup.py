@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from caldera.system.api import NotFound
 from caldera.system.daemon import EmbeddedCluster
 from caldera.testing.waiting import wait_until
 
@@ -133,3 +134,26 @@ def test_a_deleted_job_leaves_nothing_under_its_key(cluster: EmbeddedCluster, ho
         )
 
     assert kept() == []
+
+
+def test_a_job_deleted_by_its_ttl_frees_its_host_ports_as_a_deleted_one_does(cluster: EmbeddedCluster) -> None:
+    for name in ("by-ttl", "by-hand"):
+        manifest = job(name, ["sh", "-c", "true"])
+        manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 8080}]
+        if name == "by-ttl":
+            manifest["spec"]["ttlSecondsAfterFinished"] = 0
+        cluster.apply(manifest)
+    wait_phase(cluster, "by-hand", "Completed")
+    assert cluster.runtime.ports.holds("default/by-hand")
+    cluster.delete_job("default", "by-hand")
+    wait_until(lambda: gone(cluster, "by-ttl"), timeout=60, what="the TTL's deletion")
+    assert not cluster.runtime.ports.holds("default/by-ttl")
+    assert not cluster.runtime.ports.holds("default/by-hand")
+
+
+def gone(cluster: EmbeddedCluster, name: str) -> bool:
+    try:
+        cluster.get_job("default", name)
+    except NotFound:
+        return True
+    return False

@@ -149,7 +149,8 @@ class EmbeddedCluster:
             raise AssertionError(f"the store missed changes: {self.state.mismatches[:3]}")
 
     def _settle(self) -> None:
-        self.plane.expire_ttls()
+        for key in self.plane.ttl.due(self.plane.clock.now(), self.plane.jobs):  # ttlSecondsAfterFinished passed
+            self._delete(key)
         self.plane.settle()
         self.extras.sweep()
 
@@ -236,11 +237,15 @@ class EmbeddedCluster:
             key = f"{namespace}/{name}"
             if key not in self.plane.jobs:
                 raise NotFound(f"job {key} not found")
-            self.elastic.job_gone(self.plane.jobs[key])
-            self.plane.delete_job(key)
-            self.runtime.job_deleted(key)
+            self._delete(key)
 
         self._call(run)
+
+    def _delete(self, key: str) -> None:
+        """Delete a job (a user's delete or its TTL): its pods stop, its rendezvous and host ports go with it."""
+        self.elastic.job_gone(self.plane.jobs[key])
+        self.plane.delete_job(key)
+        self.runtime.job_deleted(key)
 
     def scale_job(self, namespace: str, name: str, replicas: int, task: str | None = None) -> JSON:
         """Resize an elastic task: the launchers learn the wanted size first, then pods come or go."""

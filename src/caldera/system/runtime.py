@@ -70,6 +70,10 @@ class PortBook:
         self._jobs.setdefault(job_key, {}).update(ports)
         self._used.update(ports.values())
 
+    def holds(self, job_key: str) -> bool:
+        """Whether host ports are held for this job."""
+        return job_key in self._jobs
+
     def release(self, job_key: str) -> None:
         for port in self._jobs.pop(job_key, {}).values():
             self._used.discard(port)
