@@ -8,7 +8,8 @@ etcd). Then, one after another:
 
 - `kill -9` of a worker pod's training process (the pod's launcher lives and re-forms);
 - `kill -9` of a whole worker pod (its process group: the controller re-creates the pod);
-- `caldera scale` 3 → 2 and 2 → 3 (the whole command is inside the figure);
+- `caldera scale` 3 → 2 and 2 → 3 (the whole command is inside the figure; its own time, a CLI
+  process and the daemon's answer, is printed beside it);
 - `kill -9` of a training process again 1 s after training resumed ("back to back").
 
 Each fault but the last comes `--steady` seconds (12) after training resumed, as faults do in a
@@ -25,7 +26,10 @@ is the TTL + 1 s). Then a new launcher joins: time until the three train at worl
 (`step world=N ... restart=R ... time=T`, T in Unix seconds); the fault's time is taken just
 before the kill or the command. Timestamps of different processes on one machine share a clock.
 
-    python benchmarks/elastic_recovery.py [--repeat 3] [--only cluster|launcher] [--keep DIR]
+**Memory** (`--only memory`): RSS and PSS of a zygote that imported the default preload modules, of
+three spares it forked, and of one spare that imported them itself (launcher/zygote.py).
+
+    python benchmarks/elastic_recovery.py [--repeat 3] [--only cluster|launcher|memory] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
         "scale 2 → 3": [],
         "trainer killed back to back": [],
     }
+    commands: dict[str, list[float]] = {"scale 3 → 2": [], "scale 2 → 3": []}  # the `caldera scale` process alone
     home = tmp / "home"
     tmp.mkdir(parents=True)
 
@@ -138,14 +143,12 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
             os.killpg(os.getpgid(launcher), signal.SIGKILL)
             timings["pod killed"].append(resumed_after(logs, t0, 3))
 
-            time.sleep(steady)
-            t0 = time.time()
-            caldera(home, "scale", "el", "--replicas", "2")
-            timings["scale 3 → 2"].append(resumed_after(logs, t0, 2))
-            time.sleep(steady)
-            t0 = time.time()
-            caldera(home, "scale", "el", "--replicas", "3")
-            timings["scale 2 → 3"].append(resumed_after(logs, t0, 3))
+            for before, after in ((3, 2), (2, 3)):
+                time.sleep(steady)
+                t0 = time.time()
+                caldera(home, "scale", "el", "--replicas", str(after))
+                commands[f"scale {before} → {after}"].append(time.time() - t0)
+                timings[f"scale {before} → {after}"].append(resumed_after(logs, t0, after))
 
             time.sleep(1.0)
             _, trainer = pids("el-worker-0")
@@ -158,6 +161,8 @@ def cluster(repeat: int, steady: float, tmp: Path) -> None:
     finally:
         caldera(home, "down")
     report(timings)
+    for what, values in commands.items():
+        print(f"  of which the `caldera {what}` command itself: median {statistics.median(values):.2f} s")
     print(f"job retryCount after {repeat * 3} faults: {retries}")
 
 
@@ -211,11 +216,53 @@ def launcher_alone(repeat: int, steady: float, tmp: Path) -> None:
     report(timings)
 
 
+# ---------------------------------------------------------------- memory of the spares
+
+
+def memory(tmp: Path) -> None:
+    """RSS and PSS of a zygote with the default preload, three spares it forked and one cold spare (/proc smaps_rollup)."""
+    from caldera.launcher.spares import DEFAULT_PRELOAD, SparePool, spare_env
+
+    def rollup(pid: int) -> str:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+        rss, pss = (int(fields[k].split()[0]) // 1024 for k in ("Rss", "Pss"))
+        return f"RSS {rss} MiB, PSS {pss} MiB"
+
+    def cpu(pid: int) -> float:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+    tmp.mkdir(parents=True)
+    idle = tmp / "idle.py"
+    idle.write_text("import select\nselect.select([], [], [])\n")
+    env = spare_env({k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ})
+    forked = SparePool([sys.executable, str(idle)], env, list(DEFAULT_PRELOAD), 3, zygote=True)
+    cold = SparePool([sys.executable, str(idle)], env, list(DEFAULT_PRELOAD), 1)
+    try:
+        forked.fill()
+        spares = [p.pid for p in forked._ready]  # each waits for the zygote's import, then its fork
+        assert forked.zygote is not None and forked.zygote._owned is not None
+        zygote = forked.zygote._owned.pid
+        print(f"zygote: {rollup(zygote)}, import CPU {cpu(zygote):.2f} s")
+        for pid in spares:
+            print(f"forked spare: {rollup(pid)}, CPU {cpu(pid):.3f} s")
+        cold.fill()
+        (spare,) = cold._ready
+        before = -1.0
+        while cpu(spare.pid) != before:  # its import is done when its CPU time stops growing
+            before = cpu(spare.pid)
+            time.sleep(1.0)
+        print(f"cold spare: {rollup(spare.pid)}, import CPU {cpu(spare.pid):.2f} s")
+    finally:
+        forked.close()
+        cold.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steady", type=float, default=12.0, help="seconds of training before each fault")
-    parser.add_argument("--only", choices=["cluster", "launcher"], help="run one of the two parts")
+    parser.add_argument("--only", choices=["cluster", "launcher", "memory"], help="run one of the parts")
     parser.add_argument("--keep", type=Path, help="work in this new directory and keep it (pod and launcher logs)")
     args = parser.parse_args()
     if args.keep is not None:
@@ -228,6 +275,8 @@ def main() -> None:
             cluster(args.repeat, args.steady, Path(tmp) / "cluster")
         if args.only in (None, "launcher"):
             launcher_alone(args.repeat, args.steady, Path(tmp) / "launcher")
+        if args.only in (None, "memory"):
+            memory(Path(tmp) / "memory")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,27 @@ def test_without_a_daemon_a_verb_says_how_to_start_one(tmp_path: Path, monkeypat
     r = CliRunner().invoke(list_jobs, [])
     assert r.exit_code == 2
     assert r.stderr == "caldera: error: the caldera daemon is not running: start it with `caldera up`\n"
+
+
+def test_a_verb_imports_only_what_it_needs() -> None:
+    """`caldera list` does not import the simulator, the scheduler or the other verbs (each verb's module is
+    imported when it runs); `caldera --help` lists every verb."""
+    probe = """
+import sys
+from caldera.cli.main import cli
+try:
+    cli.main(["list", "--help"], standalone_mode=False)
+except SystemExit:
+    pass
+print(",".join(sorted(m for m in sys.modules if m.startswith("caldera."))))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.strip().splitlines()[-1].split(","))
+    assert "caldera.cli.list" in loaded
+    for heavy in ("caldera.sim", "caldera.scheduler", "caldera.cli.simulate", "caldera.cli.controller"):
+        assert not any(m == heavy or m.startswith(f"{heavy}.") for m in loaded), heavy
+    listing = subprocess.run(
+        [sys.executable, "-m", "caldera.cli.main", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for verb in ("apply", "controller", "list", "simulate", "submit", "up"):
+        assert f"\n  {verb} " in listing

@@ -105,3 +105,31 @@ def test_restart_keeps_the_directories_of_the_jobs_that_remain(home: Path) -> No
         assert second.get_job("default", "kept")["phase"] == "Completed"
     finally:
         second.shutdown(stop_pods=True)
+
+
+def test_a_deleted_job_leaves_nothing_under_its_key(cluster: EmbeddedCluster, home: Path) -> None:
+    """A long-lived daemon sees thousands of jobs come and go: none of them may leave state behind
+    (tracemalloc found each job's pod attempts, pod dictionary and touch count kept for ever)."""
+    cluster.apply(job("brief", ["true"]))
+    wait_phase(cluster, "brief", "Completed")
+    plane = cluster.plane
+    assert "default/brief" in plane.job_pods and plane.attempts_of("default/brief-worker-0") == 1
+    cluster.delete_job("default", "brief")
+    wait_until(lambda: not (home / "pods" / "default" / "brief-worker-0").exists(), timeout=30, what="the pod's dir")
+
+    def kept() -> list[str]:
+        return cluster._read(  # on the loop, which owns these
+            lambda: [
+                name
+                for name, held in (
+                    ("job_pods", "default/brief" in plane.job_pods),
+                    ("touch count", "default/brief" in plane._changes),
+                    ("attempt number", plane.attempts_of("default/brief-worker-0") != 0),
+                    ("finished attempts", bool(plane.attempts)),
+                    ("runtime attempt", "default/brief-worker-0" in cluster.runtime.attempts),
+                )
+                if held
+            ]
+        )
+
+    assert kept() == []

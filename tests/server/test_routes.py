@@ -181,3 +181,31 @@ def test_list_priority_classes(api: httpx.Client, fake: FakeCluster) -> None:
     )
     listed = api.get("/apis/scheduling.k8s.io/v1/priorityclasses").json()
     assert listed["kind"] == "PriorityClassList" and [pc["value"] for pc in listed["items"]] == [9]
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        pytest.param(b"{not json", "body", id="not-json"),
+        pytest.param(b"[1, 2]", "JSON object", id="not-an-object"),
+        pytest.param(b'{"kind": "Queue"}', "kind", id="another-kind"),
+        pytest.param(b'{"metadata": {"namespace": "other"}}', "metadata.namespace", id="another-namespace"),
+        pytest.param(b'{"metadata": 3}', "metadata", id="metadata-not-a-mapping"),
+    ],
+)
+def test_a_bad_submission_is_422_in_one_line_and_nothing_is_applied(
+    api: httpx.Client, fake: FakeCluster, body: bytes, where: str
+) -> None:
+    r = api.post(f"{JOBS}/namespaces/default/jobs", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    answer = r.json()
+    assert answer["reason"] == "Invalid" and where in r.text and "\n" not in answer["error"], answer
+    assert fake.list_jobs(None) == []
+
+
+def test_a_submission_without_the_token_is_401_and_nothing_is_applied(
+    anonymous: httpx.Client, fake: FakeCluster
+) -> None:
+    r = anonymous.post(f"{JOBS}/namespaces/default/jobs", json=job_manifest())
+    assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
+    assert fake.list_jobs(None) == []

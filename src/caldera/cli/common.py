@@ -30,8 +30,7 @@ from click.shell_completion import CompletionItem
 from rich.console import Console
 
 from caldera.cli.output import TextTable
-from caldera.client import Client, connect, home_dir
-from caldera.client.kube import KubeCluster, connect_kube
+from caldera.client import connect, home_dir
 from caldera.core.errors import CalderaError
 from caldera.core.selector import Selector, parse_selector
 from caldera.system.api import JSON, ClusterAPI
@@ -87,11 +86,19 @@ def cluster(ctx: click.Context) -> Cluster:
     c = context(ctx)
     if c.cluster is not None:
         return c.cluster
-    client = ctx.meta.get(_CLIENT)
-    if not isinstance(client, Client | KubeCluster):
-        client = connect_kube(c.kubeconfig) if c.kubeconfig else connect(c.home)
+    client: Cluster | None = ctx.meta.get(_CLIENT)
+    if client is None:
+        if c.kubeconfig:
+            from caldera.client.kube import connect_kube  # the Kubernetes client only when it is asked for
+
+            kube = connect_kube(c.kubeconfig)
+            ctx.call_on_close(kube.close)
+            client = kube
+        else:
+            daemon = connect(c.home)
+            ctx.call_on_close(daemon.close)
+            client = daemon
         ctx.meta[_CLIENT] = client
-        ctx.call_on_close(client.close)
     return client
 
 

@@ -88,7 +88,6 @@ def controller(
         level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("httpx").setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)  # a line per request
     try:  # refused before anything connects
         scheduler = chosen_config(policy, scheduler_config)
     except CalderaError as e:

@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = parse(sys.argv[1:] if argv is None else argv)
     except SettingsError as e:
         usage_error(str(e))
-    spares = SparePool(settings.command, spare_env(os.environ), settings.preload, settings.nproc)
+    spares = SparePool(settings.command, spare_env(os.environ), settings.preload, settings.nproc, zygote=True)
     spares.fill()  # first of all: they import for seconds while the launcher loads, connects and registers
     from caldera.launcher.agent import Agent
     from caldera.utils.clock import SystemClock

@@ -11,7 +11,13 @@ replaces its environment, then runs the script as `python SCRIPT` would (`__main
 `sys.argv`, `sys.path[0]` the script's directory; `-m`: the module, the working directory
 first on the path). Any other command (a shell script, `mpirun`, a binary) starts cold.
 
-When spares start, and at what priority:
+How a spare is made: forked by a zygote (`zygote.py`), a process that imported the preload
+modules once, the node's or the launcher's own; a fork costs milliseconds and no import, so
+refills never compete with the round for CPU and a node's new pods start warm. What follows
+(priorities, starvation) is about the fallback, spares that import themselves (`COLD`), made
+only when no zygote can be reached (`--preload` modules the zygote cannot serve, or it died).
+
+When cold spares start, and at what priority:
 
 - At the launcher's start, at normal priority: the first round needs them at once.
 - As soon as a round's workers started (`refill`), behind those taken, so a fault right after
@@ -64,6 +70,9 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from caldera.launcher.workers import shimmed
+from caldera.launcher.zygote import READ_JOB, RUN_JOB, Forked, Zygote, open_zygote
+
+Spare = subprocess.Popen[bytes] | Forked  # a spare started cold, or forked by a zygote
 
 _FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
 IDLE_PATIENCE = 1.0  # seconds between the checks of a refilled spare's idle import for starvation
@@ -74,7 +83,7 @@ DEFAULT_PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.opt
 
 # Runs in the spare: import (on an idle-priority thread when asked), wait for the round, become the
 # worker. No caldera import: it must work with any interpreter that can run the user's script.
-ZYGOTE = """\
+_IMPORT = """\
 import gc, json, os, runpy, select, sys, threading, time
 names, idle, patience, starved = json.loads(sys.argv[1]), sys.argv[2] == "idle", float(sys.argv[3]), float(sys.argv[4])
 lock, wanted, lowered = threading.Lock(), [], []
@@ -143,26 +152,17 @@ loader = threading.Thread(target=preload, name="caldera-preload", daemon=True)
 loader.start()
 if idle and not wait_idle():
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-3], "now", "0", "0"])
-line = sys.stdin.readline()
-if not line:
-    os._exit(0)
-job = json.loads(line)
-null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
+"""
+COLD = (
+    _IMPORT
+    + READ_JOB
+    + """\
 if not leave_idle():
     os.execvpe(job["command"][0], job["command"], job["env"])
 loader.join()
-os.environ.clear()
-os.environ.update(job["env"])
-sys.argv = job["argv"]
-if job["module"]:
-    sys.path[0] = os.getcwd()
-    runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
-else:
-    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
-    runpy.run_path(sys.argv[0], run_name="__main__")
 """
+    + RUN_JOB
+)
 
 
 def spare_env(base_env: Mapping[str, str]) -> dict[str, str]:
@@ -187,6 +187,8 @@ def warm_form(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
 class SparePool:
     """Up to `size` warm spares for `command` (none if it has no warm form or nothing is preloaded).
 
+    With `zygote`, spares are forked by the node's zygote (`zygote.py`: milliseconds, no import),
+    and started cold (this module's `COLD` program, which imports) only when it is out of reach.
     Used from the launcher's main thread only (PR_SET_PDEATHSIG fires when the thread that
     started a process ends, so spares are started from the one thread that lives as long as
     the launcher)."""
@@ -199,6 +201,7 @@ class SparePool:
         size: int,
         idle_patience: float = IDLE_PATIENCE,
         starved_share: float = STARVED_SHARE,
+        zygote: bool = False,
     ) -> None:
         self.command = list(command)
         self.idle_patience = idle_patience
@@ -207,33 +210,45 @@ class SparePool:
         self.env = dict(env)
         self.preload = list(preload)
         self.size = size
-        self._ready: list[subprocess.Popen[bytes]] = []
+        self.zygote: Zygote | None = None
+        if zygote and self.form is not None:
+            self.zygote = open_zygote(self.form[0], self.preload, self.env)
+        self._ready: list[Spare] = []
         self._lock = threading.Lock()
         self._closed = False
 
     def fill(self, idle: bool = False) -> None:
-        """Start spares until `size` are waiting; with `idle`, they import at idle priority."""
+        """Start spares until `size` are waiting; with `idle`, those that import do so at idle priority."""
         with self._lock:
             if self.form is None or self._closed:
                 return
             self._ready = [p for p in self._ready if p.poll() is None]
             while len(self._ready) < self.size:
-                mode, patience, starved = ("idle", self.idle_patience, self.starved_share) if idle else ("now", 0, 0)
-                argv = shimmed(
-                    [self.form[0], "-c", ZYGOTE, json.dumps(self.preload), mode, str(patience), str(starved)]
-                )
-                try:
-                    proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
-                except OSError:
+                spare = self._fork() or self._cold(idle)
+                if spare is None:
                     self.form = None  # cannot start one: every worker starts cold
                     return
-                self._ready.append(proc)
+                self._ready.append(spare)
+
+    def _fork(self) -> Forked | None:
+        if self.zygote is None:
+            return None
+        return self.zygote.fork(os.getcwd(), self.env)
+
+    def _cold(self, idle: bool) -> subprocess.Popen[bytes] | None:
+        assert self.form is not None
+        mode, patience, starved = ("idle", self.idle_patience, self.starved_share) if idle else ("now", 0, 0)
+        argv = shimmed([self.form[0], "-c", COLD, json.dumps(self.preload), mode, str(patience), str(starved)])
+        try:
+            return subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True)
+        except OSError:
+            return None
 
     def refill(self) -> None:
-        """Replace the spares taken by a round that just started, at idle priority (see the module docstring)."""
+        """Replace the spares taken by a round that just started (forked, or cold at idle priority: see the docstring)."""
         self.fill(idle=True)
 
-    def start(self, env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    def start(self, env: Mapping[str, str]) -> Spare | None:
         """A waiting spare turned into the worker with `env`; None when none is ready (start it cold)."""
         if self.form is None:
             return None
@@ -259,13 +274,19 @@ class SparePool:
             return sum(p.poll() is None for p in self._ready)
 
     def close(self) -> None:
+        """Stop the spares not taken (and this launcher's own zygote; a node's stays for its other pods)."""
         with self._lock:
             self._closed = True
             ready, self._ready = self._ready, []
         for proc in ready:
+            if isinstance(proc, Forked):
+                proc.close()  # the zygote kills it
+                continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 if proc.stdin is not None:
                     proc.stdin.close()
             proc.wait()
+        if self.zygote is not None:
+            self.zygote.close()

@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from caldera.utils.clock import Clock
 
@@ -43,6 +43,17 @@ try:
 except OSError as e:
     sys.stderr.write("caldera launch: cannot run %r: %s\\n" % (sys.argv[2], e.strerror)); os._exit(127)
 """
+
+
+class Process(Protocol):
+    """A worker as the group sees it: a child (`subprocess.Popen`) or a spare forked by a zygote (`zygote.Forked`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +93,7 @@ class WorkerGroup:
         self._envs = [dict(e) for e in envs]
         self._base = dict(os.environ if base_env is None else base_env)
         self._on_exit = on_exit
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self._procs: list[Process] = []
         self._codes: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -95,7 +106,7 @@ class WorkerGroup:
         argv = shimmed(self.command)
         for local_rank, env in enumerate(self._envs):
             full = {**self._base, **env}
-            proc = self._spares.start(full) if self._spares is not None else None
+            proc: Process | None = self._spares.start(full) if self._spares is not None else None
             try:
                 if proc is None:
                     proc = subprocess.Popen(argv, env=full, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -107,7 +118,7 @@ class WorkerGroup:
                 target=self._reap, args=(local_rank, proc), name=f"caldera-worker-{local_rank}", daemon=True
             ).start()
 
-    def _reap(self, local_rank: int, proc: subprocess.Popen[bytes]) -> None:
+    def _reap(self, local_rank: int, proc: Process) -> None:
         code = proc.wait()
         with self._lock:
             self._codes[local_rank] = code

@@ -47,6 +47,7 @@ PLUGINS = (
     "las",
     "srtf",
     "consolidate",
+    "reservation",
 )
 
 DEFAULT_CONFIG = """

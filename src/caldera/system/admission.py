@@ -11,6 +11,7 @@ name the field path, as validation's do.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
 from pathlib import Path
@@ -74,10 +75,29 @@ def check_commands(job: o.Job, submit_dir: str | None) -> None:
                     base = base / c.working_dir
                 if not (Path(exe) if Path(exe).is_absolute() else base / exe).exists():
                     errors.append(FieldError(path, f"{exe!r} does not exist"))
-            elif shutil.which(exe, path=LocalRuntime.base_env()["PATH"]) is None:
+            elif not on_path(exe, LocalRuntime.base_env()["PATH"]):
                 errors.append(FieldError(path, f"command {exe!r} not found on PATH"))
     if errors:
         raise ValidationError(errors, f"job {job.name}")
+
+
+_FOUND: dict[tuple[str, str], str] = {}  # (command, PATH) → where it was found last
+
+
+def on_path(command: str, path: str) -> bool:
+    """Whether `command` is an executable on `path`. A place found before is checked first (one access(2)
+    instead of a stat per PATH entry, for every submission); a command gone from there is looked up again."""
+    found = _FOUND.get((command, path))
+    if found is not None and os.access(found, os.X_OK):
+        return True
+    found = shutil.which(command, path=path)
+    if found is None:
+        _FOUND.pop((command, path), None)
+        return False
+    if len(_FOUND) >= 1024:  # commands people submit are few; a flood of distinct names must not pile up
+        _FOUND.clear()
+    _FOUND[(command, path)] = found
+    return True
 
 
 def check_data(job: o.Job) -> None:

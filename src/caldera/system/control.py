@@ -55,7 +55,13 @@ CRASH_LOOP = "CrashLoopBackOff"  # the reason of a pod waiting out its restart b
 
 class ControlPlane(JobReconciler):
     def __init__(
-        self, scheduler: Scheduler, executor: Executor, clock: Clock, restart_backoff: RestartBackoff | None = None
+        self,
+        scheduler: Scheduler,
+        executor: Executor,
+        clock: Clock,
+        restart_backoff: RestartBackoff | None = None,
+        *,
+        keep_attempts: bool = True,
     ) -> None:
         self.scheduler = scheduler
         self.executor = executor
@@ -71,7 +77,7 @@ class ControlPlane(JobReconciler):
         self.job_pods: dict[str, dict[str, o.Pod]] = {}  # job key → pod name → pod
         self.delayed = DelayedActions()
         self.events: list[o.Event] = []
-        self.history = Attempts()
+        self.history = Attempts(keep_finished=keep_attempts)  # a daemon keeps none: they would pile up
         self.attempts: list[PodAttempt] = self.history.finished  # ended attempts, in the order they ended
         self.running: dict[str, PodAttempt] = self.history.running  # pod key → the attempt in progress
         self._requests: deque[tuple[str, Request]] = deque()
@@ -253,6 +259,8 @@ class ControlPlane(JobReconciler):
             self.on_pod_gone(pod, code, asked)
         job = self.jobs.get(job_key)
         if job is None:  # deleted with its job
+            self.history.forget(key)
+            self._forget_deleted(job_key)
             return
         self._forget_if_done(job)
         pods = list(self.job_pods[job.key].values())
@@ -344,6 +352,13 @@ class ControlPlane(JobReconciler):
             self._drop_podgroup(key, pg)
         self.record("JobDeleted", job.name, reason="Deleted", namespace=job.namespace)
         self._dirty = True
+        self._forget_deleted(key)
+
+    def _forget_deleted(self, job_key: str) -> None:
+        """Once a deleted job's last pod is gone, nothing is kept under its key (a daemon lives long)."""
+        if job_key not in self.jobs and not self.job_pods.get(job_key):
+            self.job_pods.pop(job_key, None)
+            self._changes.pop(job_key, None)
 
     # ------------------------------------------------------------ scheduler decisions
 

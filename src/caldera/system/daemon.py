@@ -97,7 +97,13 @@ class EmbeddedCluster:
         )
         self.runtime = LocalRuntime(home, self.held, self._job_of, gpus, self._notify)
         self.elastic = ElasticService(home, elastic_server)
-        self.plane = ControlPlane(Scheduler(scheduler), self.runtime, self.clock, RestartBackoff())  # as the kubelet
+        self.plane = ControlPlane(
+            Scheduler(scheduler),
+            self.runtime,
+            self.clock,
+            RestartBackoff(),
+            keep_attempts=False,  # as the kubelet
+        )
         self.plane.add_nodes(node_list)
         self.ended = EndedPods()
         self.plane.on_pod_gone = self._pod_gone
@@ -114,6 +120,7 @@ class EmbeddedCluster:
     def start(self) -> None:
         self.elastic.start()
         self.runtime.elastic_server = self.elastic.endpoint
+        self.runtime.serve_zygotes()
         self.state.restore()
         self.extras.forget_orphans(self.store)
         adopt(self.executor, self.plane, self.runtime, self._process_event, self._notify, self.clock)
@@ -135,6 +142,7 @@ class EmbeddedCluster:
             self.executor.stop_all(grace=10.0)
         self.extras.shutdown(stop_pods)
         self.elastic.stop(stop_server=stop_pods)
+        self.runtime.close_zygotes(stop=stop_pods)
         self.executor.close()
         self.store.close()
         if self.state.mismatches:  # CALDERA_VERIFY_STORE=1 (the tests): a change the store missed is a bug
@@ -230,7 +238,7 @@ class EmbeddedCluster:
                 raise NotFound(f"job {key} not found")
             self.elastic.job_gone(self.plane.jobs[key])
             self.plane.delete_job(key)
-            self.runtime.ports.release(key)
+            self.runtime.job_deleted(key)
 
         self._call(run)
 

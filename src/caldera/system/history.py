@@ -3,7 +3,9 @@
 A pod restarted in place, or deleted and re-created under the same name, gets a
 new attempt with the next number; numbers count per pod name and never go back.
 Invariant: a pod has at most one attempt in progress (`running`), and an attempt
-ends exactly once (moved to `finished`, in the order attempts ended).
+ends exactly once (moved to `finished`, in the order attempts ended, when `keep_finished`:
+the simulator's report reads them; a long-lived daemon does not keep them, nor, once a
+deleted job's pods are gone, their numbers: `forget`).
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ class PodAttempt:
 
 
 class Attempts:
-    __slots__ = ("_numbers", "finished", "running")
+    __slots__ = ("_numbers", "finished", "keep_finished", "running")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_finished: bool = True) -> None:
+        self.keep_finished = keep_finished
         self.finished: list[PodAttempt] = []  # ended attempts, in the order they ended
         self.running: dict[str, PodAttempt] = {}  # pod key → the attempt in progress
         self._numbers: dict[str, int] = {}  # pod key → number of its latest attempt
@@ -85,5 +88,10 @@ class Attempts:
     def end(self, pod_key: str, phase: str, exit_code: int | None, now: float) -> None:
         """The pod's attempt in progress, if any, ended now with `phase` and `exit_code`."""
         attempt = self.running.pop(pod_key, None)
-        if attempt is not None:
+        if attempt is not None and self.keep_finished:
             self.finished.append(replace(attempt, end=now, phase=phase, exit_code=exit_code))
+
+    def forget(self, pod_key: str) -> None:
+        """The pod is gone with its job: a pod of the same name in a job created later starts again at 0."""
+        self.running.pop(pod_key, None)
+        self._numbers.pop(pod_key, None)

@@ -125,7 +125,7 @@ class JobExtras:
             self._pending.setdefault(job.key, set()).update(pods)
         for key in jobs.keys() - self._known.keys():
             self.created(jobs[key])
-        self.tensorboards.check(jobs.values())
+        self.tensorboards.check(jobs)
         if self._pending or self._stray_dirs:
             self._clean_up()
 

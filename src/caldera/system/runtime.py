@@ -20,6 +20,7 @@ most one pod of a node at a time.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import socket
@@ -34,6 +35,8 @@ from caldera.core import objects as o
 from caldera.core.addresses import MappedAddresses
 from caldera.core.elastic import launcher_env, max_replicas
 from caldera.core.resources import GPU
+from caldera.launcher.zygote import STARTER_VAR
+from caldera.launcher.zygotestarter import ZygoteStarter
 from caldera.system.podpaths import DATA, link_relative, parse_data, path_map, rewrite
 
 HOST = "127.0.0.1"
@@ -189,6 +192,23 @@ class LocalRuntime:
         self._images_reported: set[str] = set()
         self.attempts: dict[str, int] = {}
         self.elastic_server = ""  # host:port of etcd for elastic pods' launchers ("" if none)
+        self.zygotes: ZygoteStarter | None = None  # starts the zygote elastic pods share (`serve_zygotes`)
+        self._elastic_pods: set[str] = set()  # started with the starter's name: while any runs, zygotes stay
+
+    def serve_zygotes(self) -> None:
+        """Start the machine's zygote starter, whose zygotes outlive the pods that asked for them
+        (launcher/zygotestarter.py); without it (its name is taken), every launcher has its own."""
+        name = "caldera-zygote-starter-" + hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:24]
+        try:
+            self.zygotes = ZygoteStarter(name)
+        except OSError:
+            self.zygotes = None
+
+    def close_zygotes(self, stop: bool) -> None:
+        """Stop starting zygotes; with `stop`, stop those started (else they exit when idle)."""
+        if self.zygotes is not None:
+            self.zygotes.close(stop_zygotes=stop)
+            self.zygotes = None
 
     def pod_dir(self, pod: o.Pod) -> Path:
         return self.home / "pods" / pod.namespace / pod.name
@@ -225,6 +245,9 @@ class LocalRuntime:
         if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):
             env.update(elastic)
             env["POD_IP"] = HOST
+            if self.zygotes is not None:  # the machine's launchers share its zygote (launcher/zygote.py)
+                env[STARTER_VAR] = self.zygotes.name
+                self._elastic_pods.add(pod.key)
         env.update(
             {
                 "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
@@ -254,12 +277,21 @@ class LocalRuntime:
             )
         )
 
+    def job_deleted(self, job_key: str) -> None:
+        """The job is gone: its host ports are free, and nothing is kept under its key."""
+        self.ports.release(job_key)
+        self._images_reported.discard(job_key)
+
     def stop(self, pod: o.Pod) -> None:
         self.executor.stop(pod.key, grace=pod.spec.termination_grace_period_seconds)
 
     def released(self, pod_key: str) -> None:
-        """The pod's process is gone for good: its GPUs are free again."""
+        """The pod's process is gone for good: its GPUs are free again (and the zygotes, after the last elastic pod)."""
         self.gpus.release(pod_key)
+        if pod_key in self._elastic_pods:
+            self._elastic_pods.discard(pod_key)
+            if not self._elastic_pods and self.zygotes is not None:
+                self.zygotes.stop_zygotes()
 
     def address(self, job: o.Job, pod: str) -> str:
         """host:port of the pod's first declared port, for people (`caldera get`)."""

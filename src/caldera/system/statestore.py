@@ -4,7 +4,8 @@ A turn writes only what changed. The control plane names the jobs it touched (th
 podgroup or pods changed, or went: `ControlPlane.take_touched`); for each of those, the
 objects it has now are serialised and compared with what was last written for it, and only
 the differences are put or deleted. Queues and priority classes (a few) are compared every
-turn, the nodes' summaries when a job or a node changed. So a turn costs what it changed, not
+turn, the nodes' summaries when a node changed or what is allocated on one did (the scheduler's
+node change log moved: a summary is a pass over every pod). So a turn costs what it changed, not
 what the store holds (at 10,000 pods a full pass took 1 to 2 s).
 
 Invariants: after a successful `write`, the store holds exactly the objects the plane has,
@@ -27,7 +28,7 @@ from caldera.system.api import JSON
 from caldera.system.control import ControlPlane
 from caldera.system.ended import EndedPod, EndedPods
 from caldera.system.runtime import LocalRuntime
-from caldera.system.views import node_summaries
+from caldera.system.views import holding_pods, node_summaries
 from caldera.system.watch import node_object
 
 log = logging.getLogger("caldera.daemon")
@@ -52,6 +53,7 @@ class PlaneStore:
         self._jobs: dict[str, dict[Ident, str]] = {}  # job key → what was last written of it
         self._globals: dict[Ident, str] = {}  # queues, priority classes, nodes as last written
         self._unwritten: set[str] = set()  # touched jobs a failed write left
+        self._nodes_seen: tuple[int, int] | None = None  # the scheduler's node change marker at the last write
 
     # ------------------------------------------------------------ writing
 
@@ -66,7 +68,10 @@ class PlaneStore:
         self._unwritten = touched  # until the commit: a failure leaves them to the next write
         self.ended.forget_gone_jobs(plane.jobs)
         jobs = {key: self._job_objects(key) for key in touched}
-        globals_ = self._global_objects(nodes=bool(touched) or self.nodes_changed)
+        # What is allocated on a node moves the scheduler's change log (binds, ends, removals), a node's
+        # labels, taints or capacity its node version or `nodes_changed`: otherwise the summaries stand.
+        nodes_seen = (plane.state.change_position, plane.state.node_version)
+        globals_ = self._global_objects(nodes=self.nodes_changed or nodes_seen != self._nodes_seen)
         if "Node" not in {kind for kind, _, _ in globals_}:  # not computed this time: as they were
             globals_.update({i: text for i, text in self._globals.items() if i[0] == "Node"})
         events = plane.events[self.events_saved :]
@@ -90,6 +95,7 @@ class PlaneStore:
         self._globals = globals_
         self._unwritten = set()
         self.nodes_changed = False
+        self._nodes_seen = nodes_seen
         self.events_saved += len(events)
         drop = max(0, self.events_saved - self.EVENTS_IN_MEMORY)  # only written ones, the oldest first
         del plane.events[:drop]
@@ -119,20 +125,21 @@ class PlaneStore:
             want[("Pod", pod.namespace, pod.name)] = _text(body)
         return want
 
-    def _global_objects(self, nodes: bool) -> dict[Ident, str]:
+    def _global_objects(self, nodes: bool, every_pod: bool = False) -> dict[Ident, str]:
         want: dict[Ident, str] = {}
         for q in self.plane.queues.values():
             want[("Queue", "", q.name)] = _text(q.to_dict())
         for pc in self.plane.priority_classes.values():
             want[("PriorityClass", "", pc.name)] = _text(pc.to_dict())
         if nodes:
-            for summary in node_summaries(self.plane):  # for watchers: what is allocated changes
+            pods = None if every_pod else holding_pods(self.plane)  # not a pass over every finished pod
+            for summary in node_summaries(self.plane, pods):  # for watchers: what is allocated changes
                 want[("Node", "", summary["name"])] = _text(node_object(summary))
         return want
 
     def _check(self) -> None:
         """Compare what was written with a full pass over the plane (the test suite's guard on `touched`)."""
-        full = self._global_objects(nodes=True)
+        full = self._global_objects(nodes=True, every_pod=True)
         for key in self.plane.jobs:
             full.update(self._job_objects(key))
         written = dict(self._globals)

@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,12 +135,13 @@ class TensorBoards:
             self.stop_recorded(where)  # an earlier job's of the same name
         self._start(job, logdir, preferred=found.port if found is not None else None)
 
-    def check(self, jobs: Iterable[o.Job]) -> None:
-        """Start again the TensorBoards that died (not more often than every RESTART_SECONDS)."""
+    def check(self, jobs: Mapping[str, o.Job]) -> None:
+        """Start again the TensorBoards that died (not more often than every RESTART_SECONDS); `jobs` by key.
+        A pass over the boards (a few), not over the jobs: it is made every turn of the loop."""
         now = self.clock.now()
-        for job in jobs:
-            board = self._boards.get(job.key)
-            if board is None or now - board.started < RESTART_SECONDS or board.alive():
+        for key, board in list(self._boards.items()):
+            job = jobs.get(key)
+            if job is None or now - board.started < RESTART_SECONDS or board.alive():
                 continue
             del self._boards[job.key]
             logdir = logdir_of(job)

@@ -11,6 +11,8 @@ what the job is, for selectors, `list`'s TYPE column and `-o name`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from caldera.core import objects as o
 from caldera.core.jobkind import applied_as, job_type
 from caldera.core.resources import GPU, format_resource_list
@@ -64,10 +66,11 @@ def job_summary(
     }
 
 
-def node_summaries(plane: ControlPlane) -> list[JSON]:
-    """Every node's summary, in the plane's order, from one pass over the pods."""
+def node_summaries(plane: ControlPlane, pods: Iterable[o.Pod] | None = None) -> list[JSON]:
+    """Every node's summary, in the plane's order, from one pass over `pods` (default: all the plane's;
+    `holding_pods` gives those that can hold a node, for a pass that does not grow with finished pods)."""
     held: dict[str, tuple[list[o.Pod], dict[str, float]]] = {name: ([], {}) for name in plane.nodes}
-    for p in plane.pods.values():
+    for p in plane.pods.values() if pods is None else pods:
         on = held.get(p.node_name)
         if on is None or p.finished:
             continue
@@ -75,6 +78,15 @@ def node_summaries(plane: ControlPlane) -> list[JSON]:
         for k, v in p.spec.requests().items():
             on[1][k] = on[1].get(k, 0.0) + v
     return [_node_summary(node, *held[node.name]) for node in plane.nodes.values()]
+
+
+def holding_pods(plane: ControlPlane) -> list[o.Pod]:
+    """The pods that may hold a node: a run in progress (bound, started, stopping) or a restart in place
+    waiting out its back-off. A pod bound and not finished is one of them (CALDERA_VERIFY_STORE checks
+    the summaries from these against a pass over every pod after each write)."""
+    pods = plane.pods
+    keys = plane.running.keys() | plane.backoff.waiting.keys()
+    return [pods[key] for key in keys if key in pods]
 
 
 def _node_summary(node: o.Node, pods: list[o.Pod], allocated: dict[str, float]) -> JSON:

@@ -1,4 +1,4 @@
-"""A small synchronous Kubernetes REST client (httpx): any resource by path, lists, patches, watches.
+"""A small synchronous Kubernetes REST client: any resource by path, lists, patches, watches.
 
 The API (stable: the Kubernetes mode and the test kit build on it):
 
@@ -23,7 +23,7 @@ The API (stable: the Kubernetes mode and the test kit build on it):
             ...                                                           # ADDED | MODIFIED | DELETED | BOOKMARK
 
 Errors (`caldera.backends.kube.errors`, importable from here too): every failure is a `KubeError`
-(a CalderaError); nothing from httpx leaves this module.
+(a CalderaError); nothing of the HTTP layer (`caldera.backends.kube.transport`, on http.client) leaves this module.
 `ApiError` carries the API server's Status (`code`, `reason`, `message`, `details`), with the
 subclasses `NotFound` (404), `Conflict` (409: a stale resourceVersion or AlreadyExists), `Gone`
 (410: a resourceVersion or continue token too old — list again, then watch from the list's
@@ -32,8 +32,8 @@ version; raised both for a 410 reply and for a watch's ERROR event with code 410
 longer than `read_timeout` raises `Unreachable`: with `allowWatchBookmarks` (always asked for)
 the server sends a BOOKMARK about once a minute, so a silent connection is a dead one.
 
-Invariants: one `httpx.Client` (a pool of kept-alive connections) per `KubeClient` and thread (calls
-may come from several threads; each watch holds one connection until it ends or the iterator is closed); a token file
+Invariants: one kept-alive connection per `KubeClient` and thread (calls may come from several threads;
+each watch or followed log holds a connection of its own until it ends or the iterator is closed); a token file
 is read again whenever it changes on disk (rotated service-account tokens); request and reply
 bodies are JSON, objects are plain dicts (`JSON`).
 """
@@ -41,15 +41,14 @@ bodies are JSON, objects are plain dicts (`JSON`).
 from __future__ import annotations
 
 import builtins
+import codecs
+import http.client
 import json
-import ssl
-import threading
-import weakref
+import logging
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Literal, NoReturn, cast
-
-import httpx
+from urllib.parse import urlencode
 
 from caldera.backends.kube.auth import BearerToken, ssl_context
 from caldera.backends.kube.errors import (
@@ -64,6 +63,7 @@ from caldera.backends.kube.errors import (
 )
 from caldera.backends.kube.kubeconfig import KubeConfig
 from caldera.backends.kube.paths import delete_options, query, query_value, request_kind, resource_path
+from caldera.backends.kube.transport import Reply, Transport
 
 __all__ = [
     "JSON",
@@ -78,7 +78,9 @@ __all__ = [
     "WatchEvent",
     "resource_path",
 ]
+log = logging.getLogger("caldera.kube.http")
 PatchKind = Literal["merge", "strategic", "json"]
+STREAM_CHUNK = 1 << 16  # the most a followed log's read takes at once (a watch reads line by line, any length)
 WatchEvent = tuple[str, JSON]
 
 PATCH_CONTENT_TYPES: dict[str, str] = {
@@ -89,62 +91,19 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 
 
-class _ThreadClient:
-    """One thread's httpx client, held by that thread only (its end closes the client)."""
-
-    __slots__ = ("__weakref__", "client")
-
-    def __init__(self, client: httpx.Client) -> None:
-        self.client = client
-
-
 class KubeClient:
     """Requests to one API server as one identity; see the module docstring for the API."""
 
-    def __init__(
-        self,
-        config: KubeConfig,
-        *,
-        timeout: float = 30.0,
-        max_connections: int = 100,
-        user_agent: str = "caldera",
-    ) -> None:
+    def __init__(self, config: KubeConfig, *, timeout: float = 30.0, user_agent: str = "caldera") -> None:
         self.config = config
         self.server = config.server
-        self._timeout = timeout
         self._token = BearerToken(config)
-        verify: ssl.SSLContext | bool = ssl_context(config) if config.server.startswith("https://") else False
-        self._extensions = {"sni_hostname": config.tls_server_name} if config.tls_server_name else None
-        self._client_options: dict[str, object] = {
-            "base_url": config.server,
-            "verify": verify,
-            "timeout": timeout,
-            "headers": {"User-Agent": user_agent, "Accept": "application/json"},
-            "limits": httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-        }
-        self._local = threading.local()
-        self._clients: weakref.WeakSet[httpx.Client] = weakref.WeakSet()
-        self._closed = False
+        context = ssl_context(config) if config.server.startswith("https://") else None
+        self._transport = Transport(config.server, context, config.tls_server_name, timeout, user_agent)
         self.requests: Counter[str] = Counter()  # "VERB resource[/subresource]" → requests sent (watches not)
 
-    @property
-    def _http(self) -> httpx.Client:
-        """This thread's connection pool: httpx's pool takes one lock per request and per response, which
-        dozens of writer threads sharing one pool spend their time waiting for (a client per thread does not)."""
-        holder: _ThreadClient | None = getattr(self._local, "holder", None)
-        if holder is None:
-            if self._closed:
-                raise Unreachable(f"{self.server}: the client is closed")
-            holder = _ThreadClient(httpx.Client(**self._client_options))  # type: ignore[arg-type]
-            weakref.finalize(holder, holder.client.close)  # the thread ended: its connections are closed
-            self._local.holder = holder
-            self._clients.add(holder.client)
-        return holder.client
-
     def close(self) -> None:
-        self._closed = True
-        for client in list(self._clients):
-            client.close()
+        self._transport.close()
 
     def __enter__(self) -> KubeClient:
         return self
@@ -159,7 +118,7 @@ class KubeClient:
 
     def get_text(self, path: str, **params: str | int | bool) -> str:
         """GET a plain-text endpoint: /readyz, /livez, a pod's log (pods/NAME/log)."""
-        return self._send("GET", path, params=params).text
+        return self._send("GET", path, params=params).body.decode("utf-8", errors="replace")
 
     def stream_text(
         self, path: str, params: Mapping[str, str | int | bool] | None = None, *, read_timeout: float | None = None
@@ -167,18 +126,16 @@ class KubeClient:
         """GET a plain-text stream chunk by chunk until the server ends it (a followed log: pods/NAME/log?follow=true).
 
         `read_timeout` None waits for the next chunk as long as it takes (a quiet log is not a dead one)."""
-        query = {k: query_value(v) for k, v in (params or {}).items()}
-        timeout = httpx.Timeout(self._timeout, read=read_timeout)
-        try:
-            with self._http.stream(
-                "GET", path, params=query, headers=self._token.headers(), timeout=timeout, extensions=self._extensions
-            ) as reply:
-                if reply.status_code >= 400:
-                    reply.read()
-                    _raise(reply)
-                yield from reply.iter_text()
-        except httpx.HTTPError as e:
-            self._unreachable(e, f"GET {path}")
+        with self._transport.stream(_target(path, params), self._token.headers(), read_timeout) as reply:
+            _check(reply)
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            while chunk := self._read(lambda: reply.read1(STREAM_CHUNK), f"GET {path}"):
+                text = decoder.decode(chunk)
+                if text:
+                    yield text
+            rest = decoder.decode(b"", final=True)
+            if rest:
+                yield rest
 
     def list(
         self,
@@ -321,24 +278,11 @@ class KubeClient:
             fieldSelector=field_selector,
             timeoutSeconds=timeout_seconds,
         )
-        timeout = httpx.Timeout(self._timeout, read=read_timeout)
-        try:
-            with self._http.stream(
-                "GET",
-                path,
-                params=params,
-                headers=self._token.headers(),
-                timeout=timeout,
-                extensions=self._extensions,
-            ) as reply:
-                if reply.status_code >= 400:
-                    reply.read()
-                    _raise(reply)
-                for line in reply.iter_lines():
-                    if line.strip():
-                        yield _watch_event(line)
-        except httpx.HTTPError as e:
-            self._unreachable(e, f"watch {path}")
+        with self._transport.stream(_target(path, params), self._token.headers(), read_timeout) as reply:
+            _check(reply)
+            while line := self._read(reply.readline, f"watch {path}"):
+                if line.strip():
+                    yield _watch_event(line)
 
     # ------------------------------------------------------------ plumbing
 
@@ -353,10 +297,10 @@ class KubeClient:
     ) -> JSON:
         content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         reply = self._send(method, path, params=params, content=content, content_type=content_type)
-        if not reply.content:
+        if not reply.body:
             return {}
         try:
-            return cast(JSON, reply.json())
+            return cast(JSON, json.loads(reply.body))
         except ValueError:
             raise KubeError(f"{self.server}: {method} {path}: the reply is not JSON") from None
 
@@ -368,33 +312,42 @@ class KubeClient:
         params: Mapping[str, str | int | bool] | None = None,
         content: bytes | None = None,
         content_type: str = "application/json",
-    ) -> httpx.Response:
+    ) -> Reply:
         headers = self._token.headers()
         if content is not None:
             headers["Content-Type"] = content_type
         self.requests[f"{method} {request_kind(path)}"] += 1  # a lost count under a thread race is harmless
-        try:
-            reply = self._http.request(
-                method,
-                path,
-                params={k: query_value(v) for k, v in (params or {}).items()},
-                content=content,
-                headers=headers,
-                extensions=self._extensions,
-            )
-        except httpx.HTTPError as e:
-            self._unreachable(e, f"{method} {path}")
-        if reply.status_code >= 400:
-            _raise(reply)
+        reply = self._transport.request(method, _target(path, params), content, headers)
+        if log.isEnabledFor(logging.DEBUG):  # -vv: a line per request
+            log.debug("%s %s: %d %s", method, path, reply.status, reply.reason)
+        if reply.status >= 400:
+            _raise(reply.status, reply.reason, reply.body)
         return reply
 
-    def _unreachable(self, e: httpx.HTTPError, what: str) -> NoReturn:
-        if isinstance(e, httpx.TimeoutException):
-            raise Unreachable(f"{self.server}: {what}: no answer in time ({type(e).__name__})") from None
-        raise Unreachable(f"{self.server}: {what}: {type(e).__name__}: {e}") from None
+    def _read(self, read: Callable[[], bytes], what: str) -> bytes:
+        """The next line or chunk of a stream (b"" at its end); a timeout or a cut connection is Unreachable."""
+        try:
+            return read()
+        except (OSError, http.client.HTTPException) as e:
+            self._transport.fail(e, what)
+        except (AttributeError, ValueError):  # the client was closed meanwhile: http.client's reply lost its file
+            self._transport.fail(ConnectionAbortedError("the client was closed"), what)
 
 
-def _watch_event(line: str) -> WatchEvent:
+def _target(path: str, params: Mapping[str, str | int | bool] | None) -> str:
+    """The request target: the path and its query."""
+    if not params:
+        return path
+    return f"{path}?{urlencode({k: query_value(v) for k, v in params.items()})}"
+
+
+def _check(reply: http.client.HTTPResponse) -> None:
+    """An error status of a stream, raised with the server's Status."""
+    if reply.status >= 400:
+        _raise(reply.status, reply.reason, reply.read())
+
+
+def _watch_event(line: bytes) -> WatchEvent:
     try:
         event = json.loads(line)
     except ValueError:
@@ -410,11 +363,11 @@ def _watch_event(line: str) -> WatchEvent:
     return event["type"], event["object"]
 
 
-def _raise(reply: httpx.Response) -> NoReturn:
+def _raise(code: int, reason: str, body: bytes) -> NoReturn:
     try:
-        status = reply.json()
+        status = json.loads(body)
     except ValueError:
         status = None
     if not isinstance(status, dict):
-        status = {"message": reply.text[:500] or reply.reason_phrase}
-    raise_status(status, reply.status_code)
+        status = {"message": body.decode("utf-8", errors="replace")[:500] or reason}
+    raise_status(status, code)

@@ -16,6 +16,7 @@ from caldera.scheduler.plugins.overcommit import Overcommit
 from caldera.scheduler.plugins.predicates import Predicates
 from caldera.scheduler.plugins.priority import Priority
 from caldera.scheduler.plugins.proportion import Proportion
+from caldera.scheduler.plugins.reservation import Reservation
 from caldera.scheduler.plugins.sla import SLA
 from caldera.scheduler.plugins.srtf import SRTF
 from caldera.scheduler.plugins.task_topology import TaskTopology
@@ -39,5 +40,6 @@ def registry() -> dict[str, type[Plugin]]:
         LAS,
         SRTF,
         Consolidate,
+        Reservation,
     ]
     return {c.name: c for c in classes}

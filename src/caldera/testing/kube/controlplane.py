@@ -95,7 +95,7 @@ class ControlPlane:
         """A client as the admin, shared (thread-safe); closed at stop()."""
         with self._lock:
             if self._kube is None:
-                self._kube = KubeClient(self.config, max_connections=200)
+                self._kube = KubeClient(self.config)
             return self._kube
 
     def kubectl(self, *args: str, input: str | None = None, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
