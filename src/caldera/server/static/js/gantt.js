@@ -2,7 +2,7 @@
 // of a node (runs that overlap in time take separate lanes), the x axis is time. Only the rows in
 // view are drawn, so ten thousand runs scroll as smoothly as ten.
 
-import { clockTime, colour, formatTime, h } from "./dom.js";
+import { clockTime, colour, formatTime, h, hourMinute } from "./dom.js";
 
 const LANE = 18;
 const HEADER = 26;
@@ -185,9 +185,7 @@ function ticks(from, to, count) {
   return out;
 }
 
-const HOUR_MINUTE = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
-
 function label(t, span) {
-  if (span > 2 * 86400) return formatTime(t, { month: "short", day: "numeric" }) + " " + formatTime(t, HOUR_MINUTE);
-  return formatTime(t, span < 600 ? { ...HOUR_MINUTE, second: "2-digit" } : HOUR_MINUTE);
+  if (span > 2 * 86400) return formatTime(t, { month: "short", day: "numeric" }) + " " + hourMinute(t);
+  return span < 600 ? clockTime(t) : hourMinute(t);
 }
