@@ -91,13 +91,16 @@ def children(pid: int) -> list[int]:
 
 
 def launcher_and_trainer(caldera: Caldera, pod: str) -> tuple[int, int]:
-    """(the launcher's pid: the shim's one child; the training process its last `start` line names)."""
+    """(the launcher's pid: the shim's one child; the training process its last `start` line names).
+
+    The training process is a spare forked by the node's zygote, outside the pod's process tree (the
+    launcher's child only when it had to start a cold spare); either way it ends with its launcher."""
     shim = int(json.loads((caldera.pod_dir(pod) / "proc.json").read_text())["pid"])
     (launcher,) = children(shim)
     starts = LAUNCH_START.findall(caldera.pod_log(pod))
     assert starts, f"{pod} has started no worker"
     trainer = int(starts[-1])
-    assert trainer in children(launcher), f"worker {trainer} is no child of launcher {launcher}"
+    assert Path(f"/proc/{trainer}").exists(), f"worker {trainer} of launcher {launcher} is not running"
     return launcher, trainer
 
 
