@@ -41,7 +41,7 @@ from caldera.system.daemon import EmbeddedCluster
 
 @dataclass(slots=True)
 class Server:
-    """A served cluster in a child process (`--serve`): its label, URL and process."""
+    """A served cluster in a child process (this script): its label, URL and process."""
 
     label: str
     url: str
