@@ -8,6 +8,7 @@ trained parameters, which are the same on every rank only if the gradients were 
 import gc
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -36,7 +37,10 @@ def train() -> list[float]:
 dist.init_process_group("gloo")
 params = train()
 shown = {k: os.environ.get(k) for k in SHOWN}
-print("worker " + json.dumps({**shown, "params": params}), flush=True)
+# One write of the whole line: the two workers of a pod share its log, and print() writes the text and its
+# newline apart when stdout is unbuffered (PYTHONUNBUFFERED), so two lines could run into one.
+sys.stdout.write("worker " + json.dumps({**shown, "params": params}) + "\n")
+sys.stdout.flush()
 dist.barrier()  # nobody tears the group down while another rank still uses it
 gc.collect()  # the DDP model holds the group: free it first, or gloo's threads may abort at exit
 dist.destroy_process_group()
