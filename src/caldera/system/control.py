@@ -333,10 +333,11 @@ class ControlPlane(JobReconciler):
         times = [t for t in due if t is not None]
         return min(times) if times else None
 
-    def expire_ttls(self) -> None:
-        """Delete the finished jobs whose ttlSecondsAfterFinished has passed, earliest first."""
+    def expire_ttls(self, delete: Callable[[str], None] | None = None) -> None:
+        """Delete the finished jobs whose ttlSecondsAfterFinished has passed, earliest first, with `delete`
+        (the owner's whole deletion, e.g. the daemon's, which also frees host ports) or `delete_job`."""
         for key in self.ttl.due(self.clock.now(), self.jobs):
-            self.delete_job(key)
+            (delete or self.delete_job)(key)
 
     def delete_job(self, key: str) -> None:
         job = self.jobs.pop(key, None)

@@ -149,8 +149,7 @@ class EmbeddedCluster:
             raise AssertionError(f"the store missed changes: {self.state.mismatches[:3]}")
 
     def _settle(self) -> None:
-        for key in self.plane.ttl.due(self.plane.clock.now(), self.plane.jobs):  # ttlSecondsAfterFinished passed
-            self._delete(key)
+        self.plane.expire_ttls(self._delete)
         self.plane.settle()
         self.extras.sweep()
 
