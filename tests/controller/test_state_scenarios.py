@@ -287,6 +287,21 @@ def test_sync_never_recreates_a_pod_that_still_exists() -> None:
     assert plan.create == ()
 
 
+def test_sync_creates_exactly_the_missing_pods_of_each_task() -> None:
+    """Pods are found by name, `<job>-<task>-<index>`: tasks whose names run into each other's
+    (`w` and `w-1`, whose pod 1 and `w`'s pod 11 would share a prefix) keep their own pods, and
+    annotations that name no elastic task change nothing."""
+    job = make_job(
+        tasks=[make_task(name="w", replicas=12), make_task(name="w-1", replicas=2)],
+        annotations={"caldera.dev/checkpoint-interval": "300"},
+    )
+    pods = [make_pod_of(job, task="w", index=i, phase=POD_PENDING) for i in (0, 1, 11)]
+    pods.append(make_pod_of(job, task="w-1", index=1, phase=POD_PENDING))
+    plan = execute(job, pods, SYNC_JOB, JOB_TARGET, now=1.0, podgroup_phase=PG_INQUEUE)
+    assert plan.create == (*(("w", i) for i in range(2, 11)), ("w-1", 0))
+    assert plan.kill == ()
+
+
 @pytest.mark.parametrize("podgroup", ["", PG_PENDING])
 def test_sync_creates_no_pod_before_the_podgroup_is_admitted(podgroup: str) -> None:
     job = make_job(tasks=[make_task(replicas=2)])
