@@ -70,6 +70,7 @@ class ControlPlane(JobReconciler):
         self.queues: dict[str, o.Queue] = {"default": o.Queue(o.ObjectMeta(name="default", namespace=""))}
         self.priority_classes: dict[str, o.PriorityClass] = {}
         self.jobs: dict[str, o.Job] = {}
+        self.jobs_version = 0  # bumped when a job is added or removed: who compares job sets compares only then
         self.podgroups: dict[str, o.PodGroup] = {}  # by job key
         self.pods: dict[str, o.Pod] = {}
         self.job_pods: dict[str, dict[str, o.Pod]] = {}  # job key → pod name → pod
@@ -130,6 +131,7 @@ class ControlPlane(JobReconciler):
         job.metadata.creation_timestamp = now
         job.status = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         self.jobs[job.key] = job
+        self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.record("JobPhase", job.name, reason=o.PENDING, message="submitted", namespace=job.namespace)
         self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
@@ -160,6 +162,7 @@ class ControlPlane(JobReconciler):
 
         Nothing is recorded as happening; the job is re-synced, as after any change."""
         self.jobs[job.key] = job
+        self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.ttl.watch(job)
         self._uid = max(self._uid, _uid_number(job.metadata.uid))
@@ -341,6 +344,7 @@ class ControlPlane(JobReconciler):
         job = self.jobs.pop(key, None)
         if job is None:
             return
+        self.jobs_version += 1
         self._settled.pop(key, None)
         self._touch(key)
         self.delayed.drop_job(key)
