@@ -68,7 +68,11 @@ class HeldEffects:
         self._report = report
         self._clock = clock
         self._held: list[_Start | _Stop] = []  # asked for this turn, not released yet
-        self._cond = threading.Condition()
+        # One lock; a condition per starter thread (a release wakes only the threads it gave work to)
+        # and one for whoever waits for the queues to empty (`drain`).
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._wakes = [threading.Condition(lock) for _ in range(starters)]
         # released, not done yet: one queue per starter thread, a pod's effects always in the same one
         self._queues: list[collections.deque[_Start | _Stop]] = [collections.deque() for _ in range(starters)]
         self._starting: collections.Counter[str] = collections.Counter()  # pod key → its starts released, not done
@@ -76,8 +80,8 @@ class HeldEffects:
         self._closed = False
         self._kill_before = os.environ.get(KILL_BEFORE_START, "")  # a fault test's; "" (off) otherwise
         self._threads = [
-            threading.Thread(target=self._work, args=(q,), name=f"caldera-starter-{i}", daemon=True)
-            for i, q in enumerate(self._queues)
+            threading.Thread(target=self._work, args=(i,), name=f"caldera-starter-{i}", daemon=True)
+            for i in range(starters)
         ]
         for t in self._threads:
             t.start()
@@ -100,10 +104,14 @@ class HeldEffects:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the starter is closed")
+            given = set()
             for effect in held:
-                queues[self.thread_of(effect.spec.key if isinstance(effect, _Start) else effect.key)].append(effect)
+                i = self.thread_of(effect.spec.key if isinstance(effect, _Start) else effect.key)
+                queues[i].append(effect)
+                given.add(i)
             self._starting.update(e.spec.key for e in held if isinstance(e, _Start))
-            self._cond.notify_all()
+            for i in given:
+                self._wakes[i].notify()
 
     def thread_of(self, key: str) -> int:
         """Which starter thread does pod `key`'s effects (always the same one: they are done in order)."""
@@ -123,16 +131,18 @@ class HeldEffects:
                 left = sum(len(q) for q in self._queues)
                 raise TimeoutError(f"pods still being started or stopped: {left} effects left")
             self._closed = True
-            self._cond.notify_all()
+            for wake in self._wakes:
+                wake.notify()
         for t in self._threads:
             t.join(timeout=timeout)
 
     # ------------------------------------------------------------ the starter threads
 
-    def _work(self, queue: collections.deque[_Start | _Stop]) -> None:
+    def _work(self, i: int) -> None:
+        queue, wake = self._queues[i], self._wakes[i]
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: queue or self._closed)
+                wake.wait_for(lambda: queue or self._closed)
                 if not queue:
                     return
                 effect = queue.popleft()
@@ -144,9 +154,14 @@ class HeldEffects:
             finally:
                 with self._cond:
                     if isinstance(effect, _Start):
-                        self._starting -= collections.Counter({effect.spec.key: 1})
+                        left = self._starting[effect.spec.key] - 1
+                        if left > 0:
+                            self._starting[effect.spec.key] = left
+                        else:
+                            del self._starting[effect.spec.key]
                     self._busy -= 1
-                    self._cond.notify_all()
+                    if not self._busy:
+                        self._cond.notify_all()  # `drain` waits for this
 
     def _do(self, effect: _Start | _Stop) -> None:
         if isinstance(effect, _Stop):
