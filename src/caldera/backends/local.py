@@ -21,6 +21,7 @@ SIGKILL if the group outlives its grace. One executor per home at a time.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import select
@@ -53,7 +54,6 @@ from caldera.backends.procfs import (
     proc_stat,
     wait_exited,
 )
-from caldera.backends.shim import write_json_atomic
 from caldera.backends.spawn import shim_command, spawn
 from caldera.utils.clock import Clock, SystemClock
 
@@ -246,7 +246,7 @@ class LocalExecutor:
             stat = proc_stat(pid)  # our unreaped child: readable even if it died already
             assert stat is not None
             record = ProcRecord(pid, stat.start_ticks, spec.attempt)
-            write_json_atomic(where / PROC_FILE, record.to_json(spec.argv))
+            _write_atomic(os.path.join(where, PROC_FILE), json.dumps(record.to_json(spec.argv)) + "\n")
         except BaseException:
             os.close(gate_w)  # EOF at the gate: the shim starts nothing and exits
             os.waitpid(pid, 0)
@@ -367,3 +367,18 @@ class LocalExecutor:
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """`shim.write_atomic` (a reader sees the old or the new content, never a part) on plain descriptors:
+    the starter threads do it for every start."""
+    where, name = os.path.split(path)
+    tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        data = memoryview(text.encode())
+        while data:  # a regular file takes it all at once, but for a short write on a full disk
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
