@@ -15,6 +15,7 @@ out; `retire` (proc.json → proc.done.json) is the hand-out.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -109,13 +110,31 @@ class Outcome:
     @staticmethod
     def load(where: Path, attempt: int) -> Outcome | None:
         """The recorded end of `attempt` of the pod in `where`; None if none (or another attempt's)."""
-        data = read_json(where / EXIT_FILE)
+        data = _read_json(os.path.join(where, EXIT_FILE))
         if not data or data.get("attempt") != attempt:
             return None
         try:
             return Outcome(int(str(data["exit_code"])), float(str(data["finished_at"])))
         except (KeyError, ValueError):
             return None
+
+
+def _read_json(path: str) -> dict[str, object] | None:
+    """`shim.read_json` on a plain descriptor (no text file object: the watcher reads every pod's exit)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        data = json.loads(b"".join(chunks))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
 
 
 def pod_dir(home: Path, key: str) -> Path:
