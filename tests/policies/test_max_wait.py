@@ -40,24 +40,18 @@ def with_max_wait(wait: str | None) -> str:
     return text.replace(anchor, f"      las.max-wait: {wait}\n{anchor}")
 
 
-def two_long_jobs(wait: str | None, big_checkpoints: bool = False, late: bool = False) -> dict[str, Any]:
-    """8 GPUs, one queue, nothing checkpoints but (optionally) big. a (4 GPUs, 10,000 s) starts at 0, b
-    (4 GPUs, 10,000 s) at 1,000; big (4 GPUs, 1,000 s) arrives at 2,000 and finds nothing free. a and b
-    have run past both levels and cannot checkpoint: las.max-loss 0 spares them. With late, c (4 GPUs,
-    100 s, level 0) arrives at 6,000 while big runs."""
-    jobs = [
-        arrival(vcjob("a", tasks=[task(replicas=4)]), duration=10_000),
-        arrival(vcjob("b", tasks=[task(replicas=4)]), at=1000, duration=10_000),
-        arrival(
-            vcjob("big", tasks=[task(replicas=4)], annotations=LOSSLESS if big_checkpoints else None),
-            at=2000,
-            duration=1000,
-        ),
-    ]
-    if late:
-        jobs.append(arrival(vcjob("c", tasks=[task(replicas=4)]), at=6000, duration=100))
+def two_long_jobs(wait: str | None) -> dict[str, Any]:
+    """8 GPUs, one queue, nothing checkpoints. a (4 GPUs, 10,000 s) starts at 0, b (4 GPUs, 10,000 s) at
+    1,000; big (4 GPUs, 1,000 s) arrives at 2,000 and finds nothing free. a and b have run past both levels
+    and cannot checkpoint: las.max-loss 0 spares them from las's levels."""
     return run_scenario(
-        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=8)]), workload=workload(*jobs), config=with_max_wait(wait)
+        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=8)]),
+        workload=workload(
+            arrival(vcjob("a", tasks=[task(replicas=4)]), duration=10_000),
+            arrival(vcjob("b", tasks=[task(replicas=4)]), at=1000, duration=10_000),
+            arrival(vcjob("big", tasks=[task(replicas=4)]), at=2000, duration=1000),
+        ),
+        config=with_max_wait(wait),
     )
 
 
@@ -67,34 +61,76 @@ def test_without_a_bound_the_job_waits_for_a_running_job_to_end() -> None:
     assert start_time(report, "big") == 10_000.0
 
 
-def test_an_overdue_job_preempts_the_running_job_that_loses_the_least() -> None:
-    """Bound 1 h: big is overdue at 2,000 + 3,600 = 5,600. a would lose 4 × 5,600 GPU-seconds, b 4 × 4,600:
-    b is evicted, big runs 5,600-6,600, b starts over at 6,600 and ends at 16,600; a ends at 10,000."""
+def test_an_overdue_job_takes_nothing_whose_loss_its_gain_does_not_cover() -> None:
+    """Bound 1 h: big is overdue at 5,600, having waited 3,600 s: it gains about 4 GPUs × 3,600 s = 14,400
+    GPU-seconds. b, the cheaper victim, would lose 4 × 4,600 = 18,400, and at any later time t loses
+    4 × (t − 1,000) against big's 4 × (t − 2,000): never covered. big waits for a (10,000)."""
     report = two_long_jobs("1h")
-    assert [e["time"] for e in evictions(report, "b")] == [5600.0] * 4
-    assert not evictions(report, "a")
-    assert start_time(report, "big") == 5600.0
-    assert job_row(report, "big")["endTime"] == 6600.0
-    assert job_row(report, "b")["endTime"] == 16_600.0
-    assert job_row(report, "a")["endTime"] == 10_000.0
-
-
-def test_before_its_bound_a_job_preempts_nothing() -> None:
-    """Bound 3 h: big would be overdue at 12,800, after a ends (10,000): it never is, and waits as before."""
-    report = two_long_jobs("3h")
     assert not evictions(report)
     assert start_time(report, "big") == 10_000.0
 
 
+def backfilled(wait: str | None, big_checkpoints: bool = False, late: bool = False) -> dict[str, Any]:
+    """12 GPUs, one queue, nothing checkpoints but (optionally) big. q (4 GPUs, 20,000 s) and a (4 GPUs,
+    3,000 s) start at 0, r (4 GPUs, 20,000 s) at 500; big (8 GPUs, 1,000 s) arrives at 1,000 and cannot fit;
+    s (4 GPUs, 10,000 s) arrives at 2,500 and starts at 3,000 on a's GPUs, as big still cannot fit (the
+    pattern of the trace study's no-checkpoint seed 5). With late, c (4 GPUs, 100 s) arrives at 5,100."""
+    jobs = [
+        arrival(vcjob("q", tasks=[task(replicas=4)]), duration=20_000),
+        arrival(vcjob("a", tasks=[task(replicas=4)]), duration=3000),
+        arrival(vcjob("r", tasks=[task(replicas=4)]), at=500, duration=20_000),
+        arrival(
+            vcjob("big", tasks=[task(replicas=8)], annotations=LOSSLESS if big_checkpoints else None),
+            at=1000,
+            duration=1000,
+        ),
+        arrival(vcjob("s", tasks=[task(replicas=4)]), at=2500, duration=10_000),
+    ]
+    if late:
+        jobs.append(arrival(vcjob("c", tasks=[task(replicas=4)]), at=5100, duration=100))
+    return run_scenario(
+        cluster=cluster(nodes=[gpu_nodes(count=1, gpus=12)]), workload=workload(*jobs), config=with_max_wait(wait)
+    )
+
+
+def test_without_a_bound_the_gang_waits_until_two_jobs_have_ended() -> None:
+    """s ends at 13,000 (4 GPUs free), q at 20,000: big starts then."""
+    report = backfilled(None)
+    assert not evictions(report)
+    assert start_time(report, "big") == 20_000.0
+
+
+def test_an_overdue_gang_preempts_the_set_that_loses_the_least() -> None:
+    """Bound 1 h: big is overdue at 4,600 and lacks 8 GPUs. Losses: q 4 × 4,600 = 18,400, r 4 × 4,100 =
+    16,400, s 4 × 1,600 = 6,400 GPU-seconds: r and s (22,800) are the cheapest pair, within what big gains
+    (8 × 3,600 = 28,800). big runs 4,600-5,600; r and s start over at 5,600 (s ends 15,600, r 25,600)."""
+    report = backfilled("1h")
+    assert sorted({e["time"] for e in evictions(report)}) == [4600.0]
+    assert not evictions(report, "q")
+    assert len(evictions(report, "r")) == len(evictions(report, "s")) == 4
+    assert start_time(report, "big") == 4600.0
+    assert job_row(report, "big")["endTime"] == 5600.0
+    assert job_row(report, "s")["endTime"] == 15_600.0
+    assert job_row(report, "r")["endTime"] == 25_600.0
+    assert job_row(report, "q")["endTime"] == 20_000.0
+
+
+def test_before_its_bound_a_gang_preempts_nothing() -> None:
+    """Bound 6 h: big would be overdue at 22,600, after q ends (20,000): it never is, and waits as before."""
+    report = backfilled("6h")
+    assert not evictions(report)
+    assert start_time(report, "big") == 20_000.0
+
+
 def test_an_overdue_job_is_not_a_victim_of_las_levels_afterwards() -> None:
-    """big checkpoints and has run 400 s × 4 GPUs = 1,600 GPU-seconds at 6,000 (past 3,250 only at 6,412):
-    c arrives at 6,000 at level 0 but big is level 0 too; by 6,412 big is level 1 and c, level 0, would take
-    it (it checkpoints) if big had not waited past its bound. It does not: c starts when big ends (6,600), b
-    (level 2, preempted at 5,600) after c (6,700)."""
-    report = two_long_jobs("1h", big_checkpoints=True, late=True)
+    """big checkpoints; started at 4,600 it passes 3,250 GPU-seconds (level 1) at 5,006.25. c arrives at
+    5,100 at level 0 and would take its GPUs (it checkpoints) had big not waited past its bound. It does not:
+    at 5,600 big ends and c (level 0) and s (level 1: 6,400 GPU-seconds) start, r (level 2) at 5,700."""
+    report = backfilled("1h", big_checkpoints=True, late=True)
     assert not evictions(report, "big")
-    assert start_time(report, "c") == 6600.0
-    assert job_row(report, "b")["endTime"] == 16_700.0
+    assert start_time(report, "c") == 5600.0
+    assert job_row(report, "s")["endTime"] == 15_600.0
+    assert job_row(report, "r")["endTime"] == 25_700.0
 
 
 def test_control_without_a_bound_a_level_0_job_takes_the_gpus_of_a_checkpointing_one() -> None:
@@ -115,7 +151,7 @@ def test_control_without_a_bound_a_level_0_job_takes_the_gpus_of_a_checkpointing
 @pytest.mark.parametrize("bad", ["soon", "-5m"], ids=["not-a-duration", "negative"])
 def test_a_bad_bound_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match=r"plugin las: las\.max-wait must"):
-        two_long_jobs(bad)
+        backfilled(bad)
 
 
 # ------------------------------------------------------------ the knapsack
@@ -149,3 +185,9 @@ def test_least_loss_takes_two_small_jobs_when_they_lose_less_than_one_big_one() 
 def test_least_loss_evicts_nothing_when_nothing_lacks_or_nothing_is_enough() -> None:
     assert _pick(0, ("run1", 1)) == []
     assert _pick(4, ("run2", 2), ("run1", 1)) == []
+
+
+def test_least_loss_takes_nothing_over_its_budget() -> None:
+    holders = [Holder(_job("run2"), 2), Holder(_job("run1"), 1)]
+    assert least_loss(3, holders, lambda j: LOSS[cast(str, j)], budget=349.0) == []
+    assert len(least_loss(3, holders, lambda j: LOSS[cast(str, j)], budget=350.0)) == 2

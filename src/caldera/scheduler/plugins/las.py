@@ -31,23 +31,18 @@ starting now, and a job is never preempted over and over. A job is taken
 to checkpoint when it has the annotation `caldera.dev/checkpoint-interval`.
 
 A bound on waiting, `las.max-wait` (a Go duration; off unless set): a job that
-has waited that long in all (since its submission, its runs left out) without
-its gang placed is overdue. An overdue job may preempt any running job of its
+has waited that long without its gang placed, since its submission or its last
+stop, is overdue. An overdue job may preempt any running job of its
 PriorityClass or a lower one, whatever their levels and `las.max-loss`, and
 takes the set that frees the GPUs it lacks with the least lost work
 (`least_loss.py`: nothing for a job that checkpoints, its current run for one
 that cannot), instead of waiting for a level or a finishing job that may come
-hours later. A job that became overdue is never a victim of las's levels or of
-another overdue job afterwards (only of a higher PriorityClass): it would only
-be overdue again at once, and two of them would take turns.
-
-Levels change with time, not only with events: a running job crosses a
-threshold, a waiting job becomes due for promotion. At session open the plugin
-predicts when each job whose runs changed (`state.run_changed`) next changes
-level and keeps those times in a heap on the state (`state.order_changes`);
-once one has passed it bumps the state's version, so preemption and placement
-that failed are tried again under the new levels. Levels are fixed for a
-session (computed once per job), so orders stay consistent within a cycle.
+hours later; but only while that loss is covered by what it gains, its gang's
+GPUs for as long again as it has waited (the same premise as LAS's: what is
+ahead grows with what has passed). A job that has been overdue is never a
+victim of las's levels or of another overdue job afterwards (only of a higher
+PriorityClass): stopped, it would soon be overdue again, and two of them would
+take turns.
 """
 
 from __future__ import annotations
@@ -67,6 +62,7 @@ from caldera.scheduler.state import ALLOCATED, READY, ClusterState, JobInfo, Tas
 
 HOUR = 3600.0
 _SCHEDULED: WeakKeyDictionary[ClusterState, set[str]] = WeakKeyDictionary()  # jobs whose overdue time is on the heap
+_OVERDUE: WeakKeyDictionary[ClusterState, set[str]] = WeakKeyDictionary()  # jobs seen overdue: never victims again
 DEFAULT_LIMITS = (3250.0, 7200.0)  # GPU-seconds: Tiresias' simulator's dlas-gpu queues (jobs.py queue_limit, 3 queues)
 DEFAULT_PROMOTE_KNOB = 8.0  # the largest of the knobs Tiresias' simulator offers below "never" (0.5 … 8)
 CHECKPOINT_INTERVAL = "caldera.dev/checkpoint-interval"  # a job that checkpoints says so (sim/engine.py reads it)
@@ -132,22 +128,33 @@ class LAS(Plugin):
 
     # ------------------------------------------------------------ the wait bound
 
-    def _waited(self, job: JobInfo) -> float:
-        """Seconds the job has waited in all: since its submission, its runs left out (for a running job,
-        up to its current run's start)."""
+    def _waiting_since(self, job: JobInfo) -> float:
+        """When the waiting job last began to wait: its submission, or the end of its last run."""
         s = job.service
-        until = s.run_started if s.running and s.run_started is not None else self.ssn.now
-        return until - job.creation - s.ran
+        return s.run_ended if s.run_ended is not None else job.creation
 
     def _overdue_at(self, job: JobInfo) -> float | None:
-        """When the waiting job has waited `las.max-wait` (None: no bound, or it is running)."""
+        """When the waiting job will have waited `las.max-wait` (None: no bound, or it is running)."""
         if self.max_wait < 0 or job.service.running:
             return None
-        return job.creation + job.service.ran + self.max_wait
+        return self._waiting_since(job) + self.max_wait
 
     def overdue(self, job: JobInfo) -> bool:
-        """Whether the job has waited `las.max-wait` in all (running or not)."""
-        return self.max_wait >= 0 and self._waited(job) >= self.max_wait
+        """Whether the waiting job has waited `las.max-wait` since it was submitted or last stopped."""
+        due = self._overdue_at(job)
+        if due is None or self.ssn.now < due:
+            return False
+        _OVERDUE.setdefault(self.ssn.state, set()).add(job.key)
+        return True
+
+    def protected(self, job: JobInfo) -> bool:
+        """Whether the job has been overdue (it, or its first run, started only after waiting past the bound)."""
+        if self.max_wait < 0:
+            return False
+        if job.key in _OVERDUE.get(self.ssn.state, ()):
+            return True
+        s = job.service
+        return s.ran == 0 and s.run_started is not None and s.run_started - job.creation >= self.max_wait
 
     def _schedule_new(self, state: ClusterState) -> None:
         """Put each newly waiting job's overdue time on the state's heap, once (its runs' changes do the rest)."""
@@ -185,12 +192,16 @@ class LAS(Plugin):
             v = c.job
             if v is job or v.priority > job.priority or c.status not in ALLOCATED:
                 continue
-            if v.priority == job.priority and self.overdue(v):
+            if v.priority == job.priority and self.protected(v):
                 continue  # it waited past the bound itself
             held[v.key] = held.get(v.key, 0.0) + float(c.req[d]) / 1000.0
             jobs[v.key] = v
         holders = [Holder(jobs[k], held[k]) for k in sorted(jobs)]
-        return least_loss(lacking, holders, self._lost)
+        # What it gains: its gang's GPUs for about as long again as it has waited (the wait ahead of a job that
+        # cannot fit, like the run ahead of a running one, taken to grow with what has passed).
+        gang = sum(sorted(float(t.req[d]) / 1000.0 for t in job.tasks.values())[: job.min_available])
+        budget = gang * (self.ssn.now - self._waiting_since(job))
+        return least_loss(lacking, holders, self._lost, budget)
 
     def _lost(self, job: JobInfo) -> float:
         """GPU-seconds stopping the job now throws away: nothing if it checkpoints, else its current run."""
@@ -232,8 +243,8 @@ class LAS(Plugin):
 
     def _spared_not(self, job: JobInfo) -> bool:
         """Whether las's levels may take the job (of the preemptor's own PriorityClass)."""
-        if self.max_wait >= 0 and self.overdue(job):
-            return False  # it waited past the bound: stopped now, it would be overdue again at once
+        if self.protected(job):
+            return False  # it waited past the bound: stopped now, it would soon be overdue again
         return self.max_loss < 0 or self._affordable(job)
 
     def _affordable(self, job: JobInfo) -> bool:

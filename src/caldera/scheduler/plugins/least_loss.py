@@ -31,9 +31,11 @@ class Holder:
     gpus: float  # what evicting it frees
 
 
-def least_loss(lacking: float, holders: list[Holder], lost: Callable[[JobInfo], float]) -> list[JobInfo]:
-    """The jobs to evict to free at least `lacking` GPUs at the least cost; [] when none is needed or no set
-    of them frees enough."""
+def least_loss(
+    lacking: float, holders: list[Holder], lost: Callable[[JobInfo], float], budget: float = math.inf
+) -> list[JobInfo]:
+    """The jobs to evict to free at least `lacking` GPUs at the least cost; [] when none is needed, or no set
+    of them frees enough losing at most `budget` GPU-seconds."""
     need = math.ceil(lacking - 1e-9)
     if need <= 0:
         return []
@@ -55,4 +57,4 @@ def least_loss(lacking: float, holders: list[Holder], lost: Callable[[JobInfo], 
             if to > s and (cur is None or cand[0] < cur[0]):
                 best[to] = cand
     found = best[need]
-    return [] if found is None else [holders[i].job for i in found[1]]
+    return [] if found is None or found[0][0] > budget else [holders[i].job for i in found[1]]
