@@ -1,5 +1,5 @@
 """las.max-wait, hand-computed timelines: a job that has waited past the bound takes the GPUs it lacks from
-the running jobs that lose the least work, whatever their levels and las.max-loss; once overdue, a job is
+the running jobs that lose the least work (while its wait covers that loss), whatever their levels and las.max-loss; once overdue, a job is
 never a victim of las's levels afterwards. And the covering knapsack that picks the victims."""
 
 from __future__ import annotations
@@ -62,29 +62,30 @@ def test_without_a_bound_the_job_waits_for_a_running_job_to_end() -> None:
 
 
 def test_an_overdue_job_takes_nothing_whose_loss_its_gain_does_not_cover() -> None:
-    """Bound 1 h: big is overdue at 5,600, having waited 3,600 s: it gains about 4 GPUs × 3,600 s = 14,400
-    GPU-seconds. b, the cheaper victim, would lose 4 × 4,600 = 18,400, and at any later time t loses
-    4 × (t − 1,000) against big's 4 × (t − 2,000): never covered. big waits for a (10,000)."""
+    """Bound 1 h: big is overdue at 5,600, having waited 3,600 s: it gains about as long again. b, the
+    cheaper victim, would lose its 4,600 s run, and at any later time t loses t − 1,000 against big's
+    t − 2,000: never covered. big waits for a (10,000)."""
     report = two_long_jobs("1h")
     assert not evictions(report)
     assert start_time(report, "big") == 10_000.0
 
 
 def backfilled(wait: str | None, big_checkpoints: bool = False, late: bool = False) -> dict[str, Any]:
-    """12 GPUs, one queue, nothing checkpoints but (optionally) big. q (4 GPUs, 20,000 s) and a (4 GPUs,
-    3,000 s) start at 0, r (4 GPUs, 20,000 s) at 500; big (8 GPUs, 1,000 s) arrives at 1,000 and cannot fit;
-    s (4 GPUs, 10,000 s) arrives at 2,500 and starts at 3,000 on a's GPUs, as big still cannot fit (the
-    pattern of the trace study's no-checkpoint seed 5). With late, c (4 GPUs, 100 s) arrives at 5,100."""
+    """12 GPUs, one queue, nothing checkpoints but (optionally) big. q (4 GPUs, 20,000 s), x (4 GPUs,
+    1,100 s) and y (4 GPUs, 3,000 s) start at 0; big (8 GPUs, 1,000 s) arrives at 1,000 and cannot fit; r
+    (4 GPUs, 20,000 s) arrives at 1,050 and starts at 1,100 on x's GPUs, as big still cannot fit (the pattern
+    of the trace study's no-checkpoint seed 5); y's 4 GPUs stay idle from 3,000. With late, c (4 GPUs,
+    100 s) arrives at 5,100."""
     jobs = [
         arrival(vcjob("q", tasks=[task(replicas=4)]), duration=20_000),
-        arrival(vcjob("a", tasks=[task(replicas=4)]), duration=3000),
-        arrival(vcjob("r", tasks=[task(replicas=4)]), at=500, duration=20_000),
+        arrival(vcjob("x", tasks=[task(replicas=4)]), duration=1100),
+        arrival(vcjob("y", tasks=[task(replicas=4)]), duration=3000),
         arrival(
             vcjob("big", tasks=[task(replicas=8)], annotations=LOSSLESS if big_checkpoints else None),
             at=1000,
             duration=1000,
         ),
-        arrival(vcjob("s", tasks=[task(replicas=4)]), at=2500, duration=10_000),
+        arrival(vcjob("r", tasks=[task(replicas=4)]), at=1050, duration=20_000),
     ]
     if late:
         jobs.append(arrival(vcjob("c", tasks=[task(replicas=4)]), at=5100, duration=100))
@@ -93,24 +94,22 @@ def backfilled(wait: str | None, big_checkpoints: bool = False, late: bool = Fal
     )
 
 
-def test_without_a_bound_the_gang_waits_until_two_jobs_have_ended() -> None:
-    """s ends at 13,000 (4 GPUs free), q at 20,000: big starts then."""
+def test_without_a_bound_the_gang_waits_for_a_long_job_to_end() -> None:
+    """q ends at 20,000: with y's 4 idle GPUs, big fits then."""
     report = backfilled(None)
     assert not evictions(report)
     assert start_time(report, "big") == 20_000.0
 
 
-def test_an_overdue_gang_preempts_the_set_that_loses_the_least() -> None:
-    """Bound 1 h: big is overdue at 4,600 and lacks 8 GPUs. Losses: q 4 × 4,600 = 18,400, r 4 × 4,100 =
-    16,400, s 4 × 1,600 = 6,400 GPU-seconds: r and s (22,800) are the cheapest pair, within what big gains
-    (8 × 3,600 = 28,800). big runs 4,600-5,600; r and s start over at 5,600 (s ends 15,600, r 25,600)."""
+def test_an_overdue_gang_preempts_the_job_that_loses_the_least() -> None:
+    """Bound 1 h: big is overdue at 4,600, having waited 3,600 s; 4 GPUs are idle, it lacks 4 more. q would
+    lose its 4,600 s run, r its 3,500 s: r, which big's wait covers. big runs 4,600-5,600; r starts over
+    at 5,600 and ends at 25,600; q ends at 20,000."""
     report = backfilled("1h")
-    assert sorted({e["time"] for e in evictions(report)}) == [4600.0]
-    assert not evictions(report, "q")
-    assert len(evictions(report, "r")) == len(evictions(report, "s")) == 4
+    assert [e["time"] for e in evictions(report)] == [4600.0] * 4
+    assert len(evictions(report, "r")) == 4
     assert start_time(report, "big") == 4600.0
     assert job_row(report, "big")["endTime"] == 5600.0
-    assert job_row(report, "s")["endTime"] == 15_600.0
     assert job_row(report, "r")["endTime"] == 25_600.0
     assert job_row(report, "q")["endTime"] == 20_000.0
 
@@ -123,14 +122,13 @@ def test_before_its_bound_a_gang_preempts_nothing() -> None:
 
 
 def test_an_overdue_job_is_not_a_victim_of_las_levels_afterwards() -> None:
-    """big checkpoints; started at 4,600 it passes 3,250 GPU-seconds (level 1) at 5,006.25. c arrives at
-    5,100 at level 0 and would take its GPUs (it checkpoints) had big not waited past its bound. It does not:
-    at 5,600 big ends and c (level 0) and s (level 1: 6,400 GPU-seconds) start, r (level 2) at 5,700."""
+    """big checkpoints; started at 4,600 on 8 GPUs it passes 3,250 GPU-seconds (level 1) at 5,006.25. c
+    arrives at 5,100 at level 0 and would take its GPUs (it checkpoints) had big not waited past its bound.
+    It does not: at 5,600 big ends and c and r start on its 8 GPUs."""
     report = backfilled("1h", big_checkpoints=True, late=True)
     assert not evictions(report, "big")
     assert start_time(report, "c") == 5600.0
-    assert job_row(report, "s")["endTime"] == 15_600.0
-    assert job_row(report, "r")["endTime"] == 25_700.0
+    assert job_row(report, "r")["endTime"] == 25_600.0
 
 
 def test_control_without_a_bound_a_level_0_job_takes_the_gpus_of_a_checkpointing_one() -> None:

@@ -35,11 +35,13 @@ has waited that long without its gang placed, since its submission or its last
 stop, is overdue. An overdue job may preempt any running job of its
 PriorityClass or a lower one, whatever their levels and `las.max-loss`, and
 takes the set that frees the GPUs it lacks with the least lost work
-(`least_loss.py`: nothing for a job that checkpoints, its current run for one
-that cannot), instead of waiting for a level or a finishing job that may come
-hours later; but only while that loss is covered by what it gains, its gang's
-GPUs for as long again as it has waited (the same premise as LAS's: what is
-ahead grows with what has passed). A job that has been overdue is never a
+(`least_loss.py`: nothing for a job that checkpoints, the length of its current
+run for one that cannot, which its completion time pays again), instead of
+waiting for a level or a finishing job that may come hours later; but only
+while that loss is covered by what it gains, a wait as long again as it has
+waited (LAS's premise applied to waiting: what is ahead grows with what has
+passed). Both are times, as average JCT counts them, not GPU-seconds: a gang
+does not outweigh the jobs it stops by its size. A job that has been overdue is never a
 victim of las's levels or of another overdue job afterwards (only of a higher
 PriorityClass): stopped, it would soon be overdue again, and two of them would
 take turns.
@@ -197,18 +199,17 @@ class LAS(Plugin):
             held[v.key] = held.get(v.key, 0.0) + float(c.req[d]) / 1000.0
             jobs[v.key] = v
         holders = [Holder(jobs[k], held[k]) for k in sorted(jobs)]
-        # What it gains: its gang's GPUs for about as long again as it has waited (the wait ahead of a job that
-        # cannot fit, like the run ahead of a running one, taken to grow with what has passed).
-        gang = sum(sorted(float(t.req[d]) / 1000.0 for t in job.tasks.values())[: job.min_available])
-        budget = gang * (self.ssn.now - self._waiting_since(job))
-        return least_loss(lacking, holders, self._lost, budget)
+        # What it gains: a wait about as long again as it has waited (the wait ahead of a job that cannot fit,
+        # like the run ahead of a running one, taken to grow with what has passed).
+        return least_loss(lacking, holders, self._lost, self.ssn.now - self._waiting_since(job))
 
     def _lost(self, job: JobInfo) -> float:
-        """GPU-seconds stopping the job now throws away: nothing if it checkpoints, else its current run."""
+        """Seconds of work stopping the job now throws away: nothing if it checkpoints, else its current run
+        (which its completion time then pays again)."""
         s = job.service
         if CHECKPOINT_INTERVAL in job.annotations or s.run_started is None:
             return 0.0
-        return s.gpus * (self.ssn.now - s.run_started)
+        return self.ssn.now - s.run_started
 
     # ------------------------------------------------------------ points
 

@@ -2,9 +2,9 @@
 
 Used by the `las` plugin for a job that has waited past `las.max-wait`: rather than
 holding GPUs idle for it, it takes the GPUs it lacks from the running jobs that lose
-the least. A job that checkpoints loses nothing (it resumes where it stopped); one
-that cannot loses its current run, GPUs × seconds since it started (every earlier
-run was already thrown away and is not lost again).
+the least. What a job loses is the caller's (`las`: nothing for a job that checkpoints,
+since it resumes where it stopped; for one that cannot, the seconds its current
+run has lasted, since every earlier run was thrown away already).
 
 The choice is a covering knapsack over whole jobs (a job of fixed size frees all its
 GPUs or none): the least lost work, then the fewest GPUs evicted, then the fewest
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from caldera.scheduler.state import JobInfo
 
-Cost = tuple[float, float, int]  # lost GPU-seconds, GPUs evicted, jobs evicted
+Cost = tuple[float, float, int]  # work lost, GPUs evicted, jobs evicted
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ def least_loss(
     lacking: float, holders: list[Holder], lost: Callable[[JobInfo], float], budget: float = math.inf
 ) -> list[JobInfo]:
     """The jobs to evict to free at least `lacking` GPUs at the least cost; [] when none is needed, or no set
-    of them frees enough losing at most `budget` GPU-seconds."""
+    of them frees enough losing at most `budget`."""
     need = math.ceil(lacking - 1e-9)
     if need <= 0:
         return []
