@@ -189,3 +189,9 @@ def test_least_loss_takes_nothing_over_its_budget() -> None:
     holders = [Holder(_job("run2"), 2), Holder(_job("run1"), 1)]
     assert least_loss(3, holders, lambda j: LOSS[cast(str, j)], budget=349.0) == []
     assert len(least_loss(3, holders, lambda j: LOSS[cast(str, j)], budget=350.0)) == 2
+
+
+def test_caldera_default_bounds_waits_at_8_hours() -> None:
+    """The bound caldera-default ships (docs/policies.md: the trace study's tightest sample needs < 9.03 h)."""
+    assert "las.max-wait: 8h" in DEFAULT
+    assert "las.max-wait" not in with_max_wait(None)
