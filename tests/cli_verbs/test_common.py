@@ -6,11 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from caldera.cli.common import human_duration, ordered_pods, timestamp
 from caldera.cli.list import list_jobs
+from caldera.cli.main import VERBS, cli
 
 
 @pytest.mark.parametrize(
@@ -88,3 +90,24 @@ print(",".join(sorted(m for m in sys.modules if m.startswith("caldera."))))
     ).stdout
     for verb in ("apply", "controller", "list", "simulate", "submit", "up"):
         assert f"\n  {verb} " in listing
+
+
+def test_help_lists_every_verb_with_its_own_help_without_importing_them() -> None:
+    """`caldera --help` writes VERBS' one-line help, which must be each command's own, and imports no verb."""
+    probe = """
+import sys
+from caldera.cli.main import cli
+try:
+    cli.main(["--help"], standalone_mode=False)
+except SystemExit:
+    pass
+print(",".join(sorted(m for m in sys.modules if m.startswith("caldera.cli."))))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "caldera.cli.main"
+    assert "\n  scale          Set the replicas of a task of JOB;" in out
+    ctx = click.Context(cli)
+    for verb, (_, _, summary) in VERBS.items():
+        command = cli.get_command(ctx, verb)
+        assert command is not None
+        assert summary == command.get_short_help_str(limit=10_000), verb

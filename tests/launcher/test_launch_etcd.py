@@ -15,9 +15,8 @@ import sys
 import pytest
 
 from caldera.launcher import rendezvous as rdzv
-from caldera.launcher.etcd import connect
 from caldera.launcher.server import find_etcd
-from caldera.testing.etcd import running_etcd
+from caldera.testing.etcd import ready_client, running_etcd
 from caldera.testing.tcpproxy import TcpProxy
 from caldera.testing.waiting import wait_until
 from caldera.utils.clock import SystemClock
@@ -36,7 +35,7 @@ def etcd_server(tmp_path_factory):
 
 @pytest.fixture
 def kv(etcd_server):
-    client = connect(etcd_server.endpoint)
+    client = ready_client(etcd_server.endpoint)
     yield client
     client.close()
 

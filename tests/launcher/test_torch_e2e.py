@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from caldera.launcher import rendezvous as rdzv
-from caldera.launcher.etcd import connect
 from caldera.launcher.server import find_etcd
-from caldera.testing.etcd import running_etcd
+from caldera.testing.etcd import ready_client, running_etcd
 from caldera.testing.waiting import wait_until
 
 from .launchers import alive
@@ -43,7 +42,7 @@ def test_gloo_all_reduce_then_a_hot_restart_after_a_node_loss(tmp_path):
     work.mkdir()
     procs: list[subprocess.Popen[bytes]] = []
     with running_etcd(tmp_path / "etcd") as server:
-        kv = connect(server.endpoint)
+        kv = ready_client(server.endpoint)
         try:
             procs += [start(server.endpoint, "pod-a", work), start(server.endpoint, "pod-b", work)]
             wait_until(lambda: result(work, "pod-a", 0) and result(work, "pod-b", 0), 90, "all-reduce in round 0")

@@ -70,7 +70,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from caldera.launcher.workers import shimmed
-from caldera.launcher.zygote import READ_JOB, RUN_JOB, Forked, Zygote, open_zygote
+from caldera.launcher.zygote import IMPORT_ALL, READ_JOB, RUN_JOB, Forked, Zygote, open_zygote
 
 Spare = subprocess.Popen[bytes] | Forked  # a spare started cold, or forked by a zygote
 
@@ -113,14 +113,7 @@ def preload():
                 pass
             if group_nice(19):
                 lowered.append(True)
-    gc.disable()
-    for name in names:
-        try:
-            __import__(name)
-        except Exception:
-            pass
-    gc.freeze()
-    gc.enable()
+    import_all(names)
 def leave_idle():
     with lock:
         wanted.append(True)
@@ -154,7 +147,8 @@ if idle and not wait_idle():
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:-3], "now", "0", "0"])
 """
 COLD = (
-    _IMPORT
+    IMPORT_ALL
+    + _IMPORT
     + READ_JOB
     + """\
 if not leave_idle():

@@ -71,6 +71,8 @@ def shimmed(command: Sequence[str]) -> list[str]:
 
 
 def _kill_group(pid: int, sig: signal.Signals) -> None:
+    if pid <= 0:  # a spare the zygote never forked (`Forked.pid` 0): killpg(0) would signal the launcher's own group
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 

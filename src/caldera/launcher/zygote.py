@@ -81,6 +81,20 @@ else:
     runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
+# Import `names` (one failing is skipped) with the cyclic collector off, then freeze what was imported out of its
+# reach: shared by the zygote and the cold spares (spares.py), whose programs cannot import caldera.
+IMPORT_ALL = """\
+def import_all(names):
+    gc.disable()
+    for name in names:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    gc.freeze()
+    gc.enable()
+"""
+
 # The zygote: import, then serve forks; a forked child leaves `serve` and runs the job. No caldera
 # import (any interpreter that runs the user's script).
 _SERVE = """\
@@ -90,14 +104,7 @@ preload, idle_exit = json.loads(sys.argv[2]), float(sys.argv[3])
 os.chdir("/")
 if sys.path and sys.path[0] == "":
     del sys.path[0]
-gc.disable()
-for name in preload:
-    try:
-        __import__(name)
-    except Exception:
-        pass
-gc.freeze()
-gc.enable()
+import_all(preload)
 me, uid, prctl = os.getpid(), os.getuid(), ctypes.CDLL(None, use_errno=True).prctl
 wake_r, wake_w = os.pipe()
 os.set_blocking(wake_r, False)
@@ -218,7 +225,7 @@ def serve():
                 return request
 serve()
 """
-PROGRAM = _SERVE + READ_JOB + RUN_JOB
+PROGRAM = IMPORT_ALL + _SERVE + READ_JOB + RUN_JOB
 
 
 def zygote_env(env: Mapping[str, str]) -> dict[str, str]:

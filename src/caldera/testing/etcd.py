@@ -21,7 +21,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from caldera.launcher.etcd import EtcdKV, connect
+from caldera.launcher.kv import Unavailable
 from caldera.launcher.server import EtcdServer, EtcdServerError, find_etcd
+from caldera.testing.waiting import wait_until
 
 ATTEMPTS = 3
 
@@ -64,3 +67,19 @@ def _start(root: Path, timeout: float, enable_v2: bool, extra_args: Sequence[str
             failure = exc
     assert failure is not None
     raise failure
+
+
+def ready_client(endpoint: str, deadline: float = 60.0) -> EtcdKV:
+    """A test's own client of a running server, waited for: on a loaded machine etcd can take more than the
+    client's 5 s deadline to answer the first call (gRPC: "timed out before receiving SETTINGS frame")."""
+    clients: list[EtcdKV] = []
+
+    def answered() -> bool:
+        try:
+            clients.append(connect(endpoint))
+        except Unavailable:
+            return False
+        return True
+
+    wait_until(answered, timeout=deadline, what=f"etcd at {endpoint} to answer", interval=0.2)
+    return clients[0]

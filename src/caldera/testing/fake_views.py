@@ -15,7 +15,7 @@ from caldera.core.resources import from_units, parse_resource_list
 from caldera.system.api import JSON
 
 if TYPE_CHECKING:
-    from caldera.testing.fake_cluster import FakeJob
+    from caldera.testing.fake_records import FakeJob
 
 
 def overview(
