@@ -10,8 +10,9 @@ single-pod Volcano Jobs, or 100 gangs of 64 pods (minAvailable 64), one GPU,
 run as a fresh process; its JSON report is parsed to count the pods that
 started. "start-up" is the same command on the same cluster with an empty
 workload (the interpreter, the imports, the cluster file and the 5,000-node
-state); "pods/s" = pods started / (whole command − start-up), in wall time and,
-for a shared machine, in the command's CPU time. Every figure is the median of
+state), run just before each run of the workload so that both see the same load;
+"pods/s" = pods started / (whole command − start-up), in wall time and, for a
+shared machine, in the command's CPU time. Every figure is the median of
 `--repeat` runs.
 
 `--baseline DIR` also runs the command from another checkout's sources (DIR is its
@@ -95,14 +96,16 @@ def run(cluster: Path, work: Path, src: str | None = None) -> tuple[float, float
 
 
 class Case:
-    """The medians of one workload's runs, beyond the start-up measured with the same sources."""
+    """The medians of one workload's runs, beyond the start-up (empty workload) measured beside them."""
 
-    def __init__(self, runs: list[tuple[float, float, int]], startup: tuple[float, float]) -> None:
+    def __init__(self, runs: list[tuple[float, float, int]], empties: list[tuple[float, float, int]]) -> None:
+        self.startup = statistics.median(t for t, _, _ in empties)
+        startup_cpu = statistics.median(c for _, c, _ in empties)
         self.whole = statistics.median(t for t, _, _ in runs)
         self.cpu = statistics.median(c for _, c, _ in runs)
         self.started = runs[-1][2]
-        self.rate = self.started / max(self.whole - startup[0], 1e-9)
-        self.cpu_rate = self.started / max(self.cpu - startup[1], 1e-9)
+        self.rate = self.started / max(self.whole - self.startup, 1e-9)
+        self.cpu_rate = self.started / max(self.cpu - startup_cpu, 1e-9)
 
 
 def main() -> None:
@@ -121,32 +124,28 @@ def main() -> None:
         cluster.write_text(cluster_yaml(args.nodes))
         empty = d / "empty.json"
         empty.write_text(json.dumps({"jobs": []}))
-        startups: dict[str | None, tuple[float, float]] = {}
-        empties: dict[str | None, list[tuple[float, float, int]]] = {s: [] for s in sources}
-        for _ in range(args.repeat):
-            for src in sources:
-                empties[src].append(run(cluster, empty, src))
-        for src in sources:
-            startups[src] = (
-                statistics.median(t for t, _, _ in empties[src]),
-                statistics.median(c for _, c, _ in empties[src]),
-            )
-            wall, cpu = startups[src]
-            print(f"{args.nodes:,} nodes, {names[src]}: start-up (empty workload) {wall:.2f} s ({cpu:.2f} CPU s)")
         print(
-            f"{'gang':>5} {'sources':>10} {'pods started':>12} {'command s':>10} {'pods/s beyond start-up':>23}"
-            f" {'(by CPU s)':>11}" + (f" {'speed-up (CPU)':>15}" if args.baseline else "")
+            f"{'gang':>5} {'sources':>10} {'start-up s':>10} {'pods started':>12} {'command s':>10}"
+            f" {'pods/s beyond start-up':>23} {'(by CPU s)':>11}"
+            + (f" {'speed-up (CPU)':>15}" if args.baseline else "")
         )
         for gang in (int(g) for g in args.gangs.split(",")):
             work = d / f"workload-{gang}.json"
             work.write_text(json.dumps(workload(args.pods, gang)))
+            # Each run beside its own start-up, sources alternating: a load that changes meanwhile
+            # weighs on the start-up and the command alike, and on both sources alike.
+            empties: dict[str | None, list[tuple[float, float, int]]] = {s: [] for s in sources}
             runs: dict[str | None, list[tuple[float, float, int]]] = {s: [] for s in sources}
             for _ in range(args.repeat):
                 for src in sources:
+                    empties[src].append(run(cluster, empty, src))
                     runs[src].append(run(cluster, work, src))
-            cases = {src: Case(runs[src], startups[src]) for src in sources}
+            cases = {src: Case(runs[src], empties[src]) for src in sources}
             for src, c in cases.items():
-                line = f"{gang:>5} {names[src]:>10} {c.started:>12,} {c.whole:>10.2f} {c.rate:>23,.0f} {c.cpu_rate:>11,.0f}"
+                line = (
+                    f"{gang:>5} {names[src]:>10} {c.startup:>10.2f} {c.started:>12,} {c.whole:>10.2f}"
+                    f" {c.rate:>23,.0f} {c.cpu_rate:>11,.0f}"
+                )
                 if args.baseline and src is None:
                     line += f" {c.cpu_rate / cases[args.baseline].cpu_rate:>14.2f}x"
                 print(line, flush=True)
