@@ -399,7 +399,10 @@ def write_study(doc: Path, parts: Sequence[Part], policies: Sequence[str], deman
             "checkpointing jobs of fixed size whose tasks share one priority, as every trace job of those parts "
             "is (max-loss spares only jobs that cannot checkpoint; lent workers are an elastic job's workers "
             "above its minimum). Their results.json files got the median run time per size class "
-            "(medianRunByClass, a property of the sample, not of a run) from the same samples, for the wait goal.",
+            "(medianRunByClass, a property of the sample, not of a run) from the same samples, for the wait goal. "
+            "Nor were they rerun when caldera-default got `las.max-wait: 8h`: run alone on every sample of "
+            "every part, it changed caldera-default's average JCT only on seeds 5 and 6 without checkpoints and "
+            "seed 6 with checkpoints and under the free model (docs/policies.md has the runs), parts rerun since.",
             "",
         ]
     text += [FOOTER]

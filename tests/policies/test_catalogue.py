@@ -80,7 +80,12 @@ def test_volcano_default_is_the_helm_conf() -> None:
 def test_caldera_default_orders_by_service_shares_by_queue_and_consolidates() -> None:
     config = load_policy("caldera-default")
     args = {p.name: dict(p.arguments) for tier in config.tiers for p in tier}
-    assert args["las"] == {"las.queue-limits": [3250, 7200], "las.promote-knob": 8, "las.max-loss": 0}
+    assert args["las"] == {
+        "las.queue-limits": [3250, 7200],
+        "las.promote-knob": 8,
+        "las.max-loss": 0,
+        "las.max-wait": "8h",
+    }
     assert args["proportion"] == {"proportion.borrow": True}
     assert {"gang", "binpack", "consolidate"} <= set(args)
 

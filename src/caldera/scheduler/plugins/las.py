@@ -30,13 +30,21 @@ thrown away too. Past it the work lost outweighs what a preemptor gains by
 starting now, and a job is never preempted over and over. A job is taken
 to checkpoint when it has the annotation `caldera.dev/checkpoint-interval`.
 
-Levels change with time, not only with events: a running job crosses a
-threshold, a waiting job becomes due for promotion. At session open the plugin
-predicts when each job whose runs changed (`state.run_changed`) next changes
-level and keeps those times in a heap on the state (`state.order_changes`);
-once one has passed it bumps the state's version, so preemption and placement
-that failed are tried again under the new levels. Levels are fixed for a
-session (computed once per job), so orders stay consistent within a cycle.
+A bound on waiting, `las.max-wait` (a Go duration; off unless set): a job that
+has waited that long without its gang placed, since its submission or its last
+stop, is overdue. An overdue job may preempt any running job of its
+PriorityClass or a lower one, whatever their levels and `las.max-loss`, and
+takes the set that frees the GPUs it lacks with the least lost work
+(`least_loss.py`: nothing for a job that checkpoints, the length of its current
+run for one that cannot, which its completion time pays again), instead of
+waiting for a level or a finishing job that may come hours later; but only
+while that loss is covered by what it gains, a wait as long again as it has
+waited (LAS's premise applied to waiting: what is ahead grows with what has
+passed). Both are times, as average JCT counts them, not GPU-seconds: a gang
+does not outweigh the jobs it stops by its size. A job that has been overdue is never a
+victim of las's levels or of another overdue job afterwards (only of a higher
+PriorityClass): stopped, it would soon be overdue again, and two of them would
+take turns.
 """
 
 from __future__ import annotations
@@ -44,13 +52,19 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Mapping
+from weakref import WeakKeyDictionary
 
+from caldera.core.duration import parse_duration
+from caldera.core.resources import GPU
 from caldera.scheduler.framework import Plugin
+from caldera.scheduler.plugins.least_loss import Holder, least_loss
 from caldera.scheduler.plugins.ranked import victims_by_rank
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import JobInfo, TaskInfo
+from caldera.scheduler.state import ALLOCATED, READY, ClusterState, JobInfo, TaskInfo, TaskStatus
 
 HOUR = 3600.0
+_SCHEDULED: WeakKeyDictionary[ClusterState, set[str]] = WeakKeyDictionary()  # jobs whose overdue time is on the heap
+_OVERDUE: WeakKeyDictionary[ClusterState, set[str]] = WeakKeyDictionary()  # jobs seen overdue: never victims again
 DEFAULT_LIMITS = (3250.0, 7200.0)  # GPU-seconds: Tiresias' simulator's dlas-gpu queues (jobs.py queue_limit, 3 queues)
 DEFAULT_PROMOTE_KNOB = 8.0  # the largest of the knobs Tiresias' simulator offers below "never" (0.5 … 8)
 CHECKPOINT_INTERVAL = "caldera.dev/checkpoint-interval"  # a job that checkpoints says so (sim/engine.py reads it)
@@ -61,14 +75,16 @@ class LAS(Plugin):
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
         super().__init__(ssn, args)
-        self.marks, self.knob, self.max_loss = self.settings(
+        self.marks, self.knob, self.max_loss, self.max_wait = self.settings(
             lambda p: (
                 _marks(p.args),
                 p.arg_float("las.promote-knob", DEFAULT_PROMOTE_KNOB),
                 p.arg_float("las.max-loss", -1.0),
+                _max_wait(p.args),
             )
         )
         self._levels: dict[str, int] = {}
+        self._chosen: dict[str, frozenset[str]] = {}  # an overdue job's victims this session, by job key
 
     # ------------------------------------------------------------ levels
 
@@ -109,8 +125,91 @@ class LAS(Plugin):
             effective = s.attained(now) - s.forgiven
             i = bisect_right(self.marks, effective)
             return now + (self.marks[i] - effective) / s.gpus if i < len(self.marks) else None
-        due = self._promotion_due(job)
-        return due if due is not None and due > now else None
+        times = [t for t in (self._promotion_due(job), self._overdue_at(job)) if t is not None and t > now]
+        return min(times, default=None)
+
+    # ------------------------------------------------------------ the wait bound
+
+    def _waiting_since(self, job: JobInfo) -> float:
+        """When the waiting job last began to wait: its submission, or the end of its last run."""
+        s = job.service
+        return s.run_ended if s.run_ended is not None else job.creation
+
+    def _overdue_at(self, job: JobInfo) -> float | None:
+        """When the waiting job will have waited `las.max-wait` (None: no bound, or it is running)."""
+        if self.max_wait < 0 or job.service.running:
+            return None
+        return self._waiting_since(job) + self.max_wait
+
+    def overdue(self, job: JobInfo) -> bool:
+        """Whether the waiting job has waited `las.max-wait` since it was submitted or last stopped."""
+        due = self._overdue_at(job)
+        if due is None or self.ssn.now < due:
+            return False
+        _OVERDUE.setdefault(self.ssn.state, set()).add(job.key)
+        return True
+
+    def protected(self, job: JobInfo) -> bool:
+        """Whether the job has been overdue (it, or its first run, started only after waiting past the bound)."""
+        if self.max_wait < 0:
+            return False
+        if job.key in _OVERDUE.get(self.ssn.state, ()):
+            return True
+        s = job.service
+        return s.ran == 0 and s.run_started is not None and s.run_started - job.creation >= self.max_wait
+
+    def _schedule_new(self, state: ClusterState) -> None:
+        """Put each newly waiting job's overdue time on the state's heap, once (its runs' changes do the rest)."""
+        seen = _SCHEDULED.setdefault(state, set())
+        if len(seen) > 2 * len(state.jobs) + 64:
+            seen.intersection_update(state.jobs)
+        for key in state.waiting:
+            if key in seen:
+                continue
+            seen.add(key)
+            job = state.jobs[key]
+            t = self._overdue_at(job)
+            if t is not None and job.service.epoch is None and t > self.ssn.now:
+                heapq.heappush(state.order_changes, (t, key))
+
+    def _least_loss(self, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates of the set of jobs that frees what the overdue job lacks for the least lost work."""
+        chosen = self._chosen.get(job.key)
+        if chosen is None:
+            chosen = self._chosen[job.key] = frozenset(v.key for v in self._choose(job, candidates))
+        return [c for c in candidates if c.job.key in chosen]
+
+    def _choose(self, job: JobInfo, candidates: list[TaskInfo]) -> list[JobInfo]:
+        state = self.ssn.state
+        d = state.dim.get(GPU)
+        if d is None:
+            return []
+        placed = job.count(READY) + job.counts.get(TaskStatus.PIPELINED, 0)
+        asks = sorted(float(t.req[d]) / 1000.0 for t in job.tasks.values() if t.status is TaskStatus.PENDING)
+        free = float(self.ssn.free(True)[d][state.schedulable].sum()) / 1000.0  # milli-GPUs, as quantities are
+        lacking = sum(asks[: max(job.min_available - placed, 0)]) - free
+        held: dict[str, float] = {}
+        jobs: dict[str, JobInfo] = {}
+        for c in candidates:
+            v = c.job
+            if v is job or v.priority > job.priority or c.status not in ALLOCATED:
+                continue
+            if v.priority == job.priority and self.protected(v):
+                continue  # it waited past the bound itself
+            held[v.key] = held.get(v.key, 0.0) + float(c.req[d]) / 1000.0
+            jobs[v.key] = v
+        holders = [Holder(jobs[k], held[k]) for k in sorted(jobs)]
+        # What it gains: a wait about as long again as it has waited (the wait ahead of a job that cannot fit,
+        # like the run ahead of a running one, taken to grow with what has passed).
+        return least_loss(lacking, holders, self._lost, self.ssn.now - self._waiting_since(job))
+
+    def _lost(self, job: JobInfo) -> float:
+        """Seconds of work stopping the job now throws away: nothing if it checkpoints, else its current run
+        (which its completion time then pays again)."""
+        s = job.service
+        if CHECKPOINT_INTERVAL in job.annotations or s.run_started is None:
+            return 0.0
+        return self.ssn.now - s.run_started
 
     # ------------------------------------------------------------ points
 
@@ -127,17 +226,27 @@ class LAS(Plugin):
             if t is not None:
                 heapq.heappush(heap, (t, key))
         changed.clear()
+        if self.max_wait >= 0:
+            self._schedule_new(state)
 
     def job_order(self, job: JobInfo) -> tuple[object, ...]:
         return (self.level(job), job.creation)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        if self.max_wait >= 0 and self.overdue(preemptor.job):
+            return self._least_loss(preemptor.job, candidates)
         victims = victims_by_rank(preemptor, candidates, self.level)
-        if self.max_loss < 0:
+        if self.max_loss < 0 and self.max_wait < 0:
             return victims
         # The budget weighs what las gains by its levels: a higher PriorityClass preempts whatever it costs.
         mine = preemptor.job.priority
-        return [v for v in victims if v.job.priority < mine or self._affordable(v.job)]
+        return [v for v in victims if v.job.priority < mine or self._spared_not(v.job)]
+
+    def _spared_not(self, job: JobInfo) -> bool:
+        """Whether las's levels may take the job (of the preemptor's own PriorityClass)."""
+        if self.protected(job):
+            return False  # it waited past the bound: stopped now, it would soon be overdue again
+        return self.max_loss < 0 or self._affordable(job)
 
     def _affordable(self, job: JobInfo) -> bool:
         """Whether the job, stopped now, will have lost at most `las.max-loss` GPU-seconds over its life.
@@ -152,6 +261,20 @@ class LAS(Plugin):
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return self.preemptable(reclaimer, candidates)
+
+
+def _max_wait(args: Mapping[str, object]) -> float:
+    """`las.max-wait` in seconds (a Go duration or a number of seconds); -1: no bound."""
+    raw = args.get("las.max-wait")
+    if raw is None:
+        return -1.0
+    try:
+        seconds = parse_duration(raw)
+    except ValueError as e:
+        raise ValueError(f"plugin las: las.max-wait must be a duration (e.g. 8h, 90m, 3600): {e}") from None
+    if seconds < 0:
+        raise ValueError("plugin las: las.max-wait must not be negative")
+    return seconds
 
 
 def _marks(args: Mapping[str, object]) -> tuple[float, ...]:
