@@ -31,8 +31,13 @@ every pod is bound (a watch on the pods sees it). Figures:
 - gang p50 / p99: per job (a gang, or a single pod), its last pod's binding − start (every job
   exists at the start);
 - CPU: user + system seconds of the contender's processes over the run (Volcano: both);
-- caldera's API writes per job, by verb and resource (the counts its client logs when it stops; the probes'
-  jobs counted in, lease renewals left out), printed under the table;
+- API CPU: user + system seconds of kube-apiserver and etcd over the same span: what the contender's requests
+  (and the watches they feed) cost the control plane, which shares the machine's cores with the contender;
+- first bound: when the watch first saw a pod bound (s after the start, the client's clock): the contender's
+  start-up and first sync;
+- caldera's API writes per job, by verb and resource (the counts its client logs when it stops, once every Job's
+  status says Running and its events stopped coming; the probes' jobs counted in, lease renewals left out), printed under the table, with when
+  every Job's status said Running (the statuses are written after the pods);
 - new job → bound p50 / max: then, with the contender idle and the workload's pods still running,
   `PROBES` more jobs of the workload's size, one after the other: from just before the Job is created
   (kube-scheduler: before its pods are created, 16 at a time) to when the watch sees the last of its
@@ -95,9 +100,12 @@ class Result:
     job_p50: float
     job_p99: float
     cpu: float
+    api_cpu: float  # kube-apiserver + etcd over the run
+    first_bound: float
     probe_p50: float
     probe_max: float
     writes: dict[str, int]  # caldera: its API writes over the run (lease renewals left out), by "VERB resource"
+    statuses: float  # when every Job's status said Running (s after the start; not kube-scheduler)
 
 
 def container() -> JSON:
@@ -241,13 +249,21 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
         plane.create_namespace(NAMESPACE)
         start = CONTENDERS[contender](plane, jobs, size)
         watch = BindWatch(plane, total)
+        api = [plane.processes["kube-apiserver"], plane.processes["etcd"]]
+        api_cpu0 = sum(p.cpu_seconds() for p in api)
         t0 = time.time()
         processes = start()
         if not watch.done.wait(TIMEOUT) or watch.error is not None:
             raise SystemExit(f"{contender}: {len(watch.bound)} of {total} pods bound ({watch.error or 'timed out'})")
         cpu = sum(p.cpu_seconds() for p in processes)
+        api_cpu = sum(p.cpu_seconds() for p in api) - api_cpu0
+        with watch.changed:
+            first = min(min(seen) for seen in watch.by_job.values()) - t0
         probes = [probe(plane, watch, contender, f"probe{i}", size) for i in range(PROBES)]
         watch.stop()
+        statuses = jobs_running(plane) - t0 if contender != "kube-scheduler" else 0.0
+        if contender == "caldera":
+            events_written(plane)
         writes = caldera_writes(processes[0]) if contender == "caldera" else {}
         pods = [p for p in plane.kube.list_all(PODS)[0] if p["metadata"]["labels"]["bench-job"].startswith("job")]
     binds = [bind_time(p) - t0 for p in pods]
@@ -260,8 +276,37 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
     return Result(
         nodes, workload, contender, total, total / last if last > 0 else float("inf"), last,
         statistics.median(latencies), latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))], cpu,
-        statistics.median(probes), max(probes), writes,
+        api_cpu, first, statistics.median(probes), max(probes), writes, statuses,
     )  # fmt: skip
+
+
+def jobs_running(plane: ControlPlane) -> float:
+    """When every Job's status says Running (time.time()): the job statuses are written after the pods (caldera's
+    writes are counted after that, so that none is cut by its stop)."""
+    pause = threading.Event()
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        jobs = plane.kube.list_all(VOLCANO_JOBS, resource_version="0")[0]
+        if all(((j.get("status") or {}).get("state") or {}).get("phase") == "Running" for j in jobs):
+            return time.time()
+        pause.wait(0.5)
+    raise SystemExit("the Jobs' statuses did not all say Running")
+
+
+def events_written(plane: ControlPlane, quiet: float = 3.0) -> None:
+    """Wait until caldera's events stop coming (none new for `quiet` seconds): it writes them after the pods and
+    statuses, so that its writes are counted whole."""
+    pause = threading.Event()
+    path = resource_path("v1", "events", namespace=NAMESPACE)
+    count, since, deadline = -1, time.time(), time.time() + TIMEOUT
+    while time.time() < deadline:
+        events = plane.kube.list_all(path, resource_version="0")[0]
+        now = sum(1 for e in events if (e.get("source") or {}).get("component") == "caldera")
+        if now != count:
+            count, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+        pause.wait(0.5)
 
 
 def caldera_writes(process: Process) -> dict[str, int]:
@@ -297,10 +342,10 @@ def main() -> None:
         print("volcano: left out, its binaries are not built (docs/kubernetes-harness.md, Volcano)")
         contenders.remove("volcano")
     print(
-        "| nodes | workload | contender | pods | pods bound/s | all bound (s) | job p50 / p99 (s) | CPU (s) "
-        "| new job → bound p50 / max (s) |"
+        "| nodes | workload | contender | pods | pods bound/s | first / all bound (s) | job p50 / p99 (s) | CPU (s) "
+        "| API CPU (s) | new job → bound p50 / max (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     notes: list[str] = []
     for nodes in (max(1, round(int(n) * args.scale)) for n in args.nodes.split(",")):
         for workload in args.workloads.split(","):
@@ -308,7 +353,7 @@ def main() -> None:
                 r = run(nodes, workload, contender, args.scale)
                 print(
                     f"| {r.nodes:,} | {r.workload} | {r.contender} | {r.pods:,} | {r.pods_per_second:,.0f} | "
-                    f"{r.all_bound:.0f} | {r.job_p50:.0f} / {r.job_p99:.0f} | {r.cpu:.1f} | "
+                    f"{r.first_bound:.1f} / {r.all_bound:.0f} | {r.job_p50:.0f} / {r.job_p99:.0f} | {r.cpu:.1f} | {r.api_cpu:.1f} | "
                     f"{r.probe_p50:.2f} / {r.probe_max:.2f} |",
                     flush=True,
                 )
@@ -317,7 +362,8 @@ def main() -> None:
                     detail = ", ".join(f"{k} {v / jobs:.2f}" for k, v in sorted(r.writes.items()))
                     notes.append(
                         f"- {r.nodes:,} nodes, {workload}: caldera's API writes per job "
-                        f"{sum(r.writes.values()) / jobs:.2f} ({detail}; lease renewals left out)"
+                        f"{sum(r.writes.values()) / jobs:.2f} ({detail}; lease renewals left out); every Job's "
+                        f"status Running {r.statuses:.0f} s after the start"
                     )
     print("\n".join(["", *notes]) if notes else "", flush=True)
 

@@ -14,13 +14,18 @@ state); "pods/s" = pods started / (whole command − start-up), in wall time and
 for a shared machine, in the command's CPU time. Every figure is the median of
 `--repeat` runs.
 
-    python benchmarks/simulate_throughput.py [--nodes 5000] [--pods 6400] [--gangs 1,64] [--repeat 3]
+`--baseline DIR` also runs the command from another checkout's sources (DIR is its
+`src`, put first on PYTHONPATH), alternating with this one's run by run, so that a
+shared machine's load weighs on both alike: the last column is the speed-up.
+
+    python benchmarks/simulate_throughput.py [--nodes 5000] [--pods 6400] [--gangs 1,64] [--repeat 3] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -72,18 +77,32 @@ def workload(pods: int, gang: int) -> dict[str, Any]:
     return {"jobs": [job(j) for j in range(pods // gang)]}
 
 
-def run(cluster: Path, work: Path) -> tuple[float, float, int]:
-    """(seconds of the whole command, its CPU seconds, pods that started)."""
+def run(cluster: Path, work: Path, src: str | None = None) -> tuple[float, float, int]:
+    """(seconds of the whole command, its CPU seconds, pods that started); `src`: sources to run instead."""
     command = [sys.executable, "-m", "caldera.cli.main", "simulate", "--cluster", str(cluster)]
     command += ["--workload", str(work), "--until", "5", "-o", "json"]
+    env = None
+    if src is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     report = json.loads(out)
     return elapsed, cpu, sum(1 for p in report["pods"] if p["startTime"] is not None)
+
+
+class Case:
+    """The medians of one workload's runs, beyond the start-up measured with the same sources."""
+
+    def __init__(self, runs: list[tuple[float, float, int]], startup: tuple[float, float]) -> None:
+        self.whole = statistics.median(t for t, _, _ in runs)
+        self.cpu = statistics.median(c for _, c, _ in runs)
+        self.started = runs[-1][2]
+        self.rate = self.started / max(self.whole - startup[0], 1e-9)
+        self.cpu_rate = self.started / max(self.cpu - startup[1], 1e-9)
 
 
 def main() -> None:
@@ -92,28 +111,45 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=6400)
     parser.add_argument("--gangs", default="1,64", help="pods per job, one case each")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", help="another checkout's src directory, run alternately for comparison")
     args = parser.parse_args()
+    sources: list[str | None] = [None] if args.baseline is None else [args.baseline, None]
+    names = {src: "this tree" if src is None else "baseline" for src in sources}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         cluster = d / "cluster.yaml"
         cluster.write_text(cluster_yaml(args.nodes))
         empty = d / "empty.json"
         empty.write_text(json.dumps({"jobs": []}))
-        empties = [run(cluster, empty) for _ in range(args.repeat)]
-        startup = statistics.median(t for t, _, _ in empties)
-        startup_cpu = statistics.median(c for _, c, _ in empties)
-        print(f"{args.nodes:,} nodes; start-up (empty workload): {startup:.2f} s ({startup_cpu:.2f} CPU s)")
-        print(f"{'gang':>5} {'pods started':>12} {'command s':>10} {'pods/s beyond start-up':>23} {'(by CPU s)':>11}")
+        startups: dict[str | None, tuple[float, float]] = {}
+        empties: dict[str | None, list[tuple[float, float, int]]] = {s: [] for s in sources}
+        for _ in range(args.repeat):
+            for src in sources:
+                empties[src].append(run(cluster, empty, src))
+        for src in sources:
+            startups[src] = (
+                statistics.median(t for t, _, _ in empties[src]),
+                statistics.median(c for _, c, _ in empties[src]),
+            )
+            wall, cpu = startups[src]
+            print(f"{args.nodes:,} nodes, {names[src]}: start-up (empty workload) {wall:.2f} s ({cpu:.2f} CPU s)")
+        print(
+            f"{'gang':>5} {'sources':>10} {'pods started':>12} {'command s':>10} {'pods/s beyond start-up':>23}"
+            f" {'(by CPU s)':>11}" + (f" {'speed-up (CPU)':>15}" if args.baseline else "")
+        )
         for gang in (int(g) for g in args.gangs.split(",")):
             work = d / f"workload-{gang}.json"
             work.write_text(json.dumps(workload(args.pods, gang)))
-            runs = [run(cluster, work) for _ in range(args.repeat)]
-            whole = statistics.median(t for t, _, _ in runs)
-            cpu = statistics.median(c for _, c, _ in runs)
-            started = runs[-1][2]
-            rate = started / max(whole - startup, 1e-9)
-            cpu_rate = started / max(cpu - startup_cpu, 1e-9)
-            print(f"{gang:>5} {started:>12,} {whole:>10.2f} {rate:>23,.0f} {cpu_rate:>11,.0f}", flush=True)
+            runs: dict[str | None, list[tuple[float, float, int]]] = {s: [] for s in sources}
+            for _ in range(args.repeat):
+                for src in sources:
+                    runs[src].append(run(cluster, work, src))
+            cases = {src: Case(runs[src], startups[src]) for src in sources}
+            for src, c in cases.items():
+                line = f"{gang:>5} {names[src]:>10} {c.started:>12,} {c.whole:>10.2f} {c.rate:>23,.0f} {c.cpu_rate:>11,.0f}"
+                if args.baseline and src is None:
+                    line += f" {c.cpu_rate / cases[args.baseline].cpu_rate:>14.2f}x"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

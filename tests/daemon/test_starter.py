@@ -1,4 +1,4 @@
-"""The starter thread (`effects.HeldEffects`): pods' starts and stops done in order, off the control loop.
+"""The starter threads (`effects.HeldEffects`): each pod's starts and stops done in order, off the control loop.
 
 Real processes through a real local executor; the executor's `run` is held at a gate where a test
 needs a start to stay queued, so what the loop may see meanwhile is seen deterministically.
@@ -30,10 +30,13 @@ class GatedExecutor(LocalExecutor):
         super().__init__(home, report, grace=5.0)
         self.gate = threading.Event()
         self.gate.set()
+        self.held_back: dict[str, threading.Event] = {}  # pod key → its own gate (the others pass)
         self.started: list[str] = []
 
     def run(self, spec: ProcessSpec) -> None:
         assert self.gate.wait(timeout=60), "the test never opened the gate"
+        own = self.held_back.get(spec.key)
+        assert own is None or own.wait(timeout=60), f"the test never let {spec.key} start"
         super().run(spec)
         self.started.append(spec.key)
 
@@ -104,7 +107,7 @@ def test_a_stop_released_while_its_start_is_queued_stops_the_pod_after_it_starte
     assert executor.started == ["ns/a"]
 
 
-def test_effects_are_done_in_the_order_they_were_asked_for(setup) -> None:
+def test_each_pods_effects_are_done_in_the_order_they_were_asked_for(setup) -> None:
     executor, held, events = setup
     executor.gate.clear()
     names = [f"p{i}" for i in range(6)]
@@ -116,10 +119,28 @@ def test_effects_are_done_in_the_order_they_were_asked_for(setup) -> None:
     assert held.running() == [f"ns/{n}" for n in names]
     executor.gate.set()
     ends = {n: events.end_of(f"ns/{n}") for n in names}
-    assert executor.started == [f"ns/{n}" for n in names]
-    assert (ends["p3"].kind, ends["p3"].exit_code) == ("stopped", 128 + 15)
+    assert sorted(executor.started) == [f"ns/{n}" for n in names]  # each once; pods on other threads interleave
+    assert (ends["p3"].kind, ends["p3"].exit_code) == ("stopped", 128 + 15)  # its stop came after its start
     assert all(ends[n].exit_code == 0 for n in names if n not in ("p0", "p3"))
     wait_until(lambda: held.running() == [], 30, "every pod to end")
+
+
+def test_a_slow_start_holds_up_only_the_pods_on_its_own_thread(setup) -> None:
+    executor, held, events = setup
+    slow = threading.Event()
+    executor.held_back["ns/slow"] = slow
+    others = [f"q{i}" for i in range(12)]
+    for name in ["slow", *others]:
+        held.run(spec(executor, name, ("true",)))
+    held.release()
+    thread_of = held.thread_of  # which starter does a pod's effects
+    free = [n for n in others if thread_of(f"ns/{n}") != thread_of("ns/slow")]
+    assert free, "every pod on the slow one's thread: pick other names"
+    for name in free:
+        assert events.end_of(f"ns/{name}").exit_code == 0  # done while "slow" still waits at its gate
+    assert "ns/slow" not in executor.started and "ns/slow" in held.running()
+    slow.set()
+    assert events.end_of("ns/slow").exit_code == 0
 
 
 def test_a_refused_start_comes_back_as_the_pods_end(setup) -> None:

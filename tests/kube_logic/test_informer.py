@@ -23,9 +23,13 @@ class ScriptedClient:
         self.lists = lists
         self.watches = watches
         self.watched_from: list[str | None] = []
+        self.listed_at: list[str | None] = []  # the resourceVersion each list asked for
         self.done = threading.Event()
 
-    def list_all(self, path: str, **_: object) -> tuple[list[dict[str, object]], str]:
+    def list_all(
+        self, path: str, *, resource_version: str | None = None, **_: object
+    ) -> tuple[list[dict[str, object]], str]:
+        self.listed_at.append(resource_version)
         return self.lists.pop(0)
 
     def watch(
@@ -78,6 +82,8 @@ def test_a_410_lists_again_and_hands_on_only_the_difference():
     seen = run(client, 4)
     assert seen == [("ADDED", "a@1"), ("ADDED", "b@2"), ("ADDED", "c@9"), ("DELETED", "b@2")]
     assert client.watched_from[-1] == "10"
+    # The first list from the watch cache (any recent version); the relist a consistent read, never older.
+    assert client.listed_at == ["0", None]
 
 
 def test_a_broken_watch_is_opened_again_from_the_last_version():

@@ -50,8 +50,10 @@ class Launcher:
     def said(self, text: str) -> bool:
         return any(text in line for line in self.lines())
 
-    def when(self, text: str) -> float:
-        """The wall-clock time of the first line containing `text`."""
+    def when(self, text: str, timeout: float = 10.0) -> float:
+        """The wall-clock time of the first line containing `text` (waited for: a worker's own report of a
+        round can come before its launcher's line about it, which waits for the worker's pid)."""
+        wait_until(lambda: self.said(text), timeout=timeout, what=f"launcher {self.pod} to log {text!r}")
         line = next(line for line in self.lines() if text in line)
         return datetime.strptime(line.split()[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 

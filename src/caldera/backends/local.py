@@ -21,6 +21,7 @@ SIGKILL if the group outlives its grace. One executor per home at a time.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import select
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caldera.backends import shim
+from caldera.backends.pidcheck import kill_marked, open_same, reap
 from caldera.backends.process import (
     DONE_FILE,
     PROC_FILE,
@@ -51,16 +53,12 @@ from caldera.backends.procfs import (
     kill_tree,
     proc_stat,
     wait_exited,
-    wait_gone,
-    with_environment,
 )
-from caldera.backends.shim import write_json_atomic
 from caldera.backends.spawn import shim_command, spawn
 from caldera.utils.clock import Clock, SystemClock
 
 __all__ = ["EventKind", "LocalExecutor", "ProcessEvent", "ProcessSpec", "pod_dir"]
 
-POD_DIR_VAR = "CALDERA_POD_DIR"  # in every pod's environment (the runtime sets it): how its processes are known
 _POD_SIGNALS_DEFAULT = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 _log = logging.getLogger(__name__)
 
@@ -248,7 +246,7 @@ class LocalExecutor:
             stat = proc_stat(pid)  # our unreaped child: readable even if it died already
             assert stat is not None
             record = ProcRecord(pid, stat.start_ticks, spec.attempt)
-            write_json_atomic(where / PROC_FILE, record.to_json(spec.argv))
+            _write_atomic(os.path.join(where, PROC_FILE), json.dumps(record.to_json(spec.argv)) + "\n")
         except BaseException:
             os.close(gate_w)  # EOF at the gate: the shim starts nothing and exits
             os.waitpid(pid, 0)
@@ -299,7 +297,7 @@ class LocalExecutor:
 
     def _finish(self, watch: _Watch) -> None:
         """The shim of `watch` has exited: reap it, make sure its group is gone, hand out the end."""
-        status = _reap(watch.pid)
+        status = reap(watch.pid)
         outcome = Outcome.load(watch.pod_dir, watch.attempt)
         note = ""
         if outcome is not None:
@@ -309,7 +307,7 @@ class LocalExecutor:
             code, when = (137 if status is None else exit_code_of(status)), self._clock.now()
             note = "the shim ended without recording an exit code"
             # The shim was killed: what is left of its group holds the group's number, so it is ours.
-            if not kill_group(watch.pid) or not _kill_marked(watch.pod_dir):
+            if not kill_group(watch.pid) or not kill_marked(watch.pod_dir):
                 note += "; processes of the group survived SIGKILL"
         if watch.killed:
             note = f"killed: still running {watch.grace:g}s after SIGTERM"
@@ -346,7 +344,7 @@ class LocalExecutor:
     # -- adopting ----------------------------------------------------------------------------------
 
     def _adopt_one(self, key: str, where: Path, record: ProcRecord) -> ProcessEvent:
-        pidfd = _open_same(record.pid, record.start_ticks)
+        pidfd = open_same(record.pid, record.start_ticks)
         outcome = Outcome.load(where, record.attempt)
         if pidfd is not None and outcome is None:
             with self._cond:
@@ -355,7 +353,7 @@ class LocalExecutor:
         if pidfd is not None:  # it has recorded its end and is on its way out: let it go
             wait_exited([pidfd], 10.0)
             os.close(pidfd)
-        status = _reap(record.pid)  # ours only if the previous executor lived in this process (tests)
+        status = reap(record.pid)  # ours only if the previous executor lived in this process (tests)
         if outcome is not None:
             retire(where)
             return ProcessEvent(key, "exited", outcome.exit_code, record.attempt, outcome.finished_at)
@@ -364,42 +362,23 @@ class LocalExecutor:
             # The number is free or still the dead shim's, so any member left in the group is ours.
             # (Taken by another process, the number proves the old group empty.)
             kill_group(record.pid)
-        _kill_marked(where)
+        kill_marked(where)
         retire(where)
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
 
 
-def _kill_marked(where: Path) -> bool:
-    """SIGKILL what is left of a pod whose shim died: the processes that still carry its CALDERA_POD_DIR.
-
-    Its descendants that left its group (setsid) went to init with the shim; the environment the
-    pod was started with is how they are known (a process may clear it: then it is out of reach)."""
-    pids = with_environment(POD_DIR_VAR, str(where))
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return wait_gone(pids, 10.0)
-
-
-def _open_same(pid: int, start_ticks: int) -> int | None:
-    """A pidfd for `pid` if it is still the live process that started at `start_ticks`."""
+def _write_atomic(path: str, text: str) -> None:
+    """`shim.write_atomic` (a reader sees the old or the new content, never a part) on plain descriptors:
+    the starter threads do it for every start."""
+    where, name = os.path.split(path)
+    tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return None
-    st = proc_stat(pid)  # read after pinning it with the pidfd, so it cannot change hands in between
-    if st is None or st.start_ticks != start_ticks or not st.live:
+        data = memoryview(text.encode())
+        while data:  # a regular file takes it all at once, but for a short write on a full disk
+            data = data[os.write(fd, data) :]
+    finally:
         os.close(fd)
-        return None
-    return fd
-
-
-def _reap(pid: int) -> int | None:
-    """Reap `pid` if it is our child; its wait status, or None if it is not ours."""
-    try:
-        got, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    return status if got == pid else None
+    os.replace(tmp, path)

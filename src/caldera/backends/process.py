@@ -15,6 +15,7 @@ out; `retire` (proc.json → proc.done.json) is the hand-out.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -109,13 +110,31 @@ class Outcome:
     @staticmethod
     def load(where: Path, attempt: int) -> Outcome | None:
         """The recorded end of `attempt` of the pod in `where`; None if none (or another attempt's)."""
-        data = read_json(where / EXIT_FILE)
+        data = _read_json(os.path.join(where, EXIT_FILE))
         if not data or data.get("attempt") != attempt:
             return None
         try:
             return Outcome(int(str(data["exit_code"])), float(str(data["finished_at"])))
         except (KeyError, ValueError):
             return None
+
+
+def _read_json(path: str) -> dict[str, object] | None:
+    """`shim.read_json` on a plain descriptor (no text file object: the watcher reads every pod's exit)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        data = json.loads(b"".join(chunks))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
 
 
 def pod_dir(home: Path, key: str) -> Path:
@@ -145,23 +164,33 @@ def check(spec: ProcessSpec, home: Path) -> Path:
 
 
 def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
-    """Make the pod directory ready for the attempt (files written, old exit gone, log header); the log's path."""
-    where.mkdir(parents=True, exist_ok=True)
+    """Make the pod directory ready for the attempt (files written, old exit gone, log header); the log's path.
+
+    Done for every start by the starter threads: plain descriptors, no file objects."""
+    base = os.fspath(where)
+    os.makedirs(base, exist_ok=True)
     for name, content in spec.files.items():
         path = where / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
-    (where / EXIT_FILE).unlink(missing_ok=True)  # the previous attempt's
-    log = where / LOG_FILE
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(base, EXIT_FILE))  # the previous attempt's
     started = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
-    with open(log, "ab+") as f:
+    fd = os.open(os.path.join(base, LOG_FILE), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        end = os.lseek(fd, 0, os.SEEK_END)
         # If the last attempt died mid-line, the header still starts a line of its own.
-        torn = f.tell() > 0 and (f.seek(-1, os.SEEK_END), f.read(1))[1] != b"\n"
-        header_at = f.seek(0, os.SEEK_END) + int(torn)
-        f.write((("\n" if torn else "") + f"=== attempt {spec.attempt} started {started} ===\n").encode())
-    with open(where / TIMES_FILE, "a") as times:  # the shim notes the lines that follow
-        times.write(f"{header_at} {now:.6f}\n")
-    return log
+        torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
+        header_at = end + int(torn)
+        os.write(fd, (("\n" if torn else "") + f"=== attempt {spec.attempt} started {started} ===\n").encode())
+    finally:
+        os.close(fd)
+    fd = os.open(os.path.join(base, TIMES_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:  # the shim notes the lines that follow
+        os.write(fd, f"{header_at} {now:.6f}\n".encode())
+    finally:
+        os.close(fd)
+    return where / LOG_FILE
 
 
 def attempt_spans(log: Path) -> list[tuple[int, int]]:

@@ -158,16 +158,17 @@ class SqliteStore:
                 if gone:
                     rv += 1
                     changes.append((rv, kind, namespace, name, DELETED, None))
+            existing = _existing(db, [(kind, namespace, name) for kind, namespace, name, _ in puts])
+            rows = []
             for kind, namespace, name, text in puts:
-                row = db.execute(
-                    "SELECT 1 FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, namespace, name)
-                ).fetchone()
                 rv += 1
-                db.execute(
-                    "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, body) VALUES (?, ?, ?, ?, ?)",
-                    (kind, namespace, name, rv, text),
-                )
-                changes.append((rv, kind, namespace, name, MODIFIED if row else ADDED, text))
+                rows.append((kind, namespace, name, rv, text))
+                kind_of_change = MODIFIED if (kind, namespace, name) in existing else ADDED
+                existing.add((kind, namespace, name))  # put twice: the second one modifies the first
+                changes.append((rv, kind, namespace, name, kind_of_change, text))
+            db.executemany(
+                "INSERT OR REPLACE INTO objects (kind, namespace, name, rv, body) VALUES (?, ?, ?, ?, ?)", rows
+            )
             db.executemany(
                 "INSERT INTO changes (rv, kind, namespace, name, type, body) VALUES (?, ?, ?, ?, ?, ?)", changes
             )
@@ -286,3 +287,17 @@ def _load(text: str, rv: int) -> dict[str, Any]:
     meta = body.get("metadata")
     body["metadata"] = {**meta, "resourceVersion": str(rv)} if isinstance(meta, dict) else {"resourceVersion": str(rv)}
     return body
+
+
+_ROWS_PER_QUERY = 300  # (kind, namespace, name) triples per query: 900 parameters, below SQLite's old limit of 999
+
+
+def _existing(db: sqlite3.Connection, idents: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+    """Which of `idents` (kind, namespace, name) are stored: a query per few hundred, not one each."""
+    found: set[tuple[str, str, str]] = set()
+    for i in range(0, len(idents), _ROWS_PER_QUERY):
+        chunk = idents[i : i + _ROWS_PER_QUERY]
+        values = ", ".join(["(?, ?, ?)"] * len(chunk))
+        query = f"SELECT kind, namespace, name FROM objects WHERE (kind, namespace, name) IN (VALUES {values})"
+        found.update(db.execute(query, [part for ident in chunk for part in ident]).fetchall())
+    return found

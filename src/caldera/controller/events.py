@@ -131,9 +131,20 @@ class Request:
     job_version: int | None = None
 
 
+# Targets handed out, by (scope, task, pod): they are immutable, and a pod's requests ask for the same few.
+_TARGETS: dict[tuple[str, str, str], Target] = {}
+_TARGETS_MAX = 65536
+
+
 def target_for(action: str, req: Request) -> Target:
     """The target of `action` run for `req` (Volcano's GetStateAction)."""
-    return Target(scope_of(action), req.task, req.pod)
+    key = (_ACTION_SCOPE.get(action, JOB_SCOPE), req.task, req.pod)
+    target = _TARGETS.get(key)
+    if target is None:
+        if len(_TARGETS) >= _TARGETS_MAX:
+            _TARGETS.clear()
+        target = _TARGETS[key] = Target(*key)
+    return target
 
 
 def command(action: str) -> Request:

@@ -64,12 +64,11 @@ def resolve(spec: JobSpec, req: Request, job_version: int) -> Resolution:
     """The action `req` asks of a job with `spec` at status version `job_version`."""
     if req.action:
         return Resolution(req.action, None, target_for(req.action, req))
-    sync = Resolution(SYNC_JOB, None, target_for(SYNC_JOB, req))
     if req.event in INTERNAL_EVENTS:
-        return sync
+        return _sync(req)
     # A pod of an earlier incarnation of the job (before a whole-job kill) must not trigger policies.
     if req.job_version is not None and req.job_version < job_version:
-        return sync
+        return _sync(req)
     policy = None
     if req.task:
         task = spec.task(req.task)
@@ -78,10 +77,14 @@ def resolve(spec: JobSpec, req: Request, job_version: int) -> Resolution:
     if policy is None:
         policy = _first_match(spec.policies, req)
     if policy is None:
-        return sync
+        return _sync(req)
     # Volcano runs a zero timeout at once, like no timeout.
     delay = policy.timeout if policy.timeout else None
     return Resolution(policy.action, delay, target_for(policy.action, req))
+
+
+def _sync(req: Request) -> Resolution:
+    return Resolution(SYNC_JOB, None, target_for(SYNC_JOB, req))
 
 
 # ---------------------------------------------------------------- delayed actions
@@ -189,6 +192,8 @@ class DelayedActions:
 
     def cancel_for_pod_phase(self, pod: Pod, new_phase: str, *, deleted: bool = False) -> list[DelayedAction]:
         """`cancel_for_request` for the pod event a phase change (or an unasked deletion) raises."""
+        if not self._by_job:
+            return []  # nothing to cancel (the common case: no policy with a timeout)
         event = POD_EVICTED_EVENT if deleted else _PHASE_EVENT.get(new_phase, "")
         key = f"{pod.metadata.namespace}/{pod.job}"
         return self.cancel_for_request(key, Request(event=event, pod=pod.name), pod.metadata.uid)

@@ -311,17 +311,20 @@ def _sync(job: Job, pods: Sequence[Pod]) -> tuple[tuple[str, ...], tuple[tuple[s
     live = _live(pods)
     kill: list[str] = []
     create: list[tuple[str, int]] = []
+    elastic = bool(job.metadata.annotations)  # an elastic task is named by an annotation: none, none elastic
     for task in job.spec.tasks:
-        if elastic_range(job, task.name) is not None:
+        name, replicas = task.name, task.replicas
+        if elastic and elastic_range(job, name) is not None:
             task_kill, task_create = elastic_sync(job, task, pods)
             kill.extend(task_kill)
             if all(_ready(job, pods, dep) for dep in task.depends_on):
                 create.extend(task_create)
             continue
-        kill.extend(p.name for p in live if p.task == task.name and p.index >= task.replicas)
+        kill.extend(p.name for p in live if p.index >= replicas and p.task == name)
         if task.depends_on and not all(_ready(job, pods, dep) for dep in task.depends_on):
             continue
-        create.extend((task.name, i) for i in range(task.replicas) if pod_name(job.name, task.name, i) not in present)
+        prefix = pod_name(job.name, name, 0)[:-1]  # `pod_name` of every index is this and the index
+        create.extend((name, i) for i in range(replicas) if f"{prefix}{i}" not in present)
     return tuple(kill), tuple(create)
 
 

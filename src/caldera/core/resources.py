@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from functools import lru_cache
 
 from caldera.core.quantity import QuantityError, format_quantity, parse_quantity
 
@@ -33,6 +34,7 @@ def to_units(name: str, quantity: object) -> float:
     return float(q * 1000)
 
 
+@lru_cache(maxsize=4096)  # a daemon formats the same few requests and capacities for every pod and node it writes
 def from_units(name: str, value: float) -> str:
     """The Kubernetes quantity text for a scheduler value."""
     if is_bytes(name):

@@ -60,11 +60,20 @@ def _order(tiers: Tiers, args: tuple[object, ...]) -> tuple[object, ...]:
 
 
 def _all(tiers: Tiers, args: tuple[object, ...]) -> bool:
-    return all(bool(hook(*args)) for tier in tiers for hook in tier)
+    # Loops rather than all() over a generator: this is asked several times per job and pod.
+    for tier in tiers:
+        for hook in tier:
+            if not hook(*args):
+                return False
+    return True
 
 
 def _any(tiers: Tiers, args: tuple[object, ...]) -> bool:
-    return any(bool(hook(*args)) for tier in tiers for hook in tier)
+    for tier in tiers:
+        for hook in tier:
+            if hook(*args):
+                return True
+    return False
 
 
 def _vote(tiers: Tiers, args: tuple[object, ...]) -> bool:

@@ -124,6 +124,8 @@ class Session:
         return (*self.call(TASK_ORDER, task), task.index, task.creation, task.key)
 
     def ordered_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        if len(tasks) < 2:
+            return list(tasks)  # nothing to order (task-order hooks are keys: asking them changes nothing)
         return sorted(tasks, key=self.task_key)
 
     # ------------------------------------------------------------ placement
@@ -244,12 +246,17 @@ class Session:
 
     def _podgroup_phase(self, job: JobInfo) -> str:
         """Volcano's getPodGroupPhase."""
-        running = job.count(PLACED)
+        running = ready = finished = 0
+        for status, n in job.counts.items():  # the job's tallies, once (`JobInfo.count` per set)
+            if status in READY:
+                ready += n
+                if status in PLACED:
+                    running += n
+            if status in FINISHED:
+                finished += n
         if running and job.key in self.unschedulable:
             return o.PG_UNKNOWN
-        ready = job.count(READY)
         if job.tasks and ready >= job.min_available:
-            finished = job.count(FINISHED)
             if finished == len(job.tasks):
                 return o.PG_COMPLETED
             return o.PG_RUNNING

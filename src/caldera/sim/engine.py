@@ -293,10 +293,17 @@ class _Pacing:
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
+        # GPUs a pod spec asks for, by the spec's identity (a task's pods share theirs; specs are frozen).
+        self._gpus: dict[int, tuple[o.PodSpec, float]] = {}
 
     def started(self, pod: o.Pod, duration: float | None, restart: bool, now: float) -> list[tuple[str, float]]:
-        gpus = pod.spec.requests().get(GPU, 0.0) / 1000.0  # milli-GPUs, as quantities are held
-        return self.progress.start(pod.job_key, pod.key, duration, gpus, restart, now, pod.node_name)
+        spec = pod.spec
+        found = self._gpus.get(id(spec))
+        if found is None or found[0] is not spec:
+            if len(self._gpus) >= 4096:
+                self._gpus.clear()
+            found = self._gpus[id(spec)] = (spec, spec.requests().get(GPU, 0.0) / 1000.0)  # milli-GPUs, as held
+        return self.progress.start(pod.job_key, pod.key, duration, found[1], restart, now, pod.node_name)
 
     def stopped(self, key: str, now: float) -> list[tuple[str, float]]:
         return self.progress.stop(key, now)

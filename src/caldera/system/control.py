@@ -31,7 +31,6 @@ from caldera.controller import (
     DelayedActions,
     Request,
     requests_for_pod_change,
-    requests_for_podgroup_change,
 )
 from caldera.controller.events import JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB
 from caldera.controller.ttl import TtlQueue
@@ -40,16 +39,15 @@ from caldera.core.elastic import scaled, with_elastic_defaults
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.validation import validate_job_admission
 from caldera.scheduler.scheduler import Scheduler
-from caldera.scheduler.session import CycleResult
 from caldera.scheduler.state import ClusterState
 from caldera.system.backoff import RestartBackoff
+from caldera.system.decisions import apply_cycle
 from caldera.system.executor import Executor
 from caldera.system.history import Attempts, PodAttempt
 from caldera.system.reconcile import JobReconciler
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
-EVICTION_KINDS = {"Preempt": "Preempt", "Reclaim": "Reclaim"}  # scheduler reasons with an event kind of their own
 CRASH_LOOP = "CrashLoopBackOff"  # the reason of a pod waiting out its restart back-off, as the kubelet says it
 
 
@@ -72,6 +70,7 @@ class ControlPlane(JobReconciler):
         self.queues: dict[str, o.Queue] = {"default": o.Queue(o.ObjectMeta(name="default", namespace=""))}
         self.priority_classes: dict[str, o.PriorityClass] = {}
         self.jobs: dict[str, o.Job] = {}
+        self.jobs_version = 0  # bumped when a job is added or removed: who compares job sets compares only then
         self.podgroups: dict[str, o.PodGroup] = {}  # by job key
         self.pods: dict[str, o.Pod] = {}
         self.job_pods: dict[str, dict[str, o.Pod]] = {}  # job key → pod name → pod
@@ -132,6 +131,7 @@ class ControlPlane(JobReconciler):
         job.metadata.creation_timestamp = now
         job.status = o.JobStatus(phase=o.PENDING, min_available=job.spec.min_available, last_transition_time=now)
         self.jobs[job.key] = job
+        self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.record("JobPhase", job.name, reason=o.PENDING, message="submitted", namespace=job.namespace)
         self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
@@ -162,6 +162,7 @@ class ControlPlane(JobReconciler):
 
         Nothing is recorded as happening; the job is re-synced, as after any change."""
         self.jobs[job.key] = job
+        self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.ttl.watch(job)
         self._uid = max(self._uid, _uid_number(job.metadata.uid))
@@ -319,7 +320,7 @@ class ControlPlane(JobReconciler):
             if not self._dirty or not (state.waiting or state.pending_groups or state.dirty_jobs):
                 return
             self._dirty = False
-            self._apply(self.scheduler.run_cycle(self.state, self.clock.now()))
+            apply_cycle(self, self.scheduler.run_cycle(self.state, self.clock.now()))
         raise RuntimeError("the control plane did not settle (a livelock between controller and scheduler)")
 
     def wake(self) -> None:
@@ -343,6 +344,7 @@ class ControlPlane(JobReconciler):
         job = self.jobs.pop(key, None)
         if job is None:
             return
+        self.jobs_version += 1
         self._settled.pop(key, None)
         self._touch(key)
         self.delayed.drop_job(key)
@@ -360,49 +362,6 @@ class ControlPlane(JobReconciler):
         if job_key not in self.jobs and not self.job_pods.get(job_key):
             self.job_pods.pop(job_key, None)
             self._changes.pop(job_key, None)
-
-    # ------------------------------------------------------------ scheduler decisions
-
-    def _apply(self, result: CycleResult) -> None:
-        for update in result.podgroups:
-            job_key = f"{update.key.split('/', 1)[0]}/{update.job}"
-            pg = self.podgroups.get(job_key)
-            if pg is None:
-                continue
-            old = pg.phase
-            pg.phase = update.phase
-            pg.conditions = list(update.conditions)
-            self._touch(job_key)
-            if old != update.phase:
-                self.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
-            cond = update.conditions[-1] if update.conditions else None
-            if cond is not None and cond.type == "Unschedulable" and cond.last_transition_time == self.clock.now():
-                self.record(
-                    "Unschedulable",
-                    update.job,
-                    reason=cond.reason,
-                    message=cond.message,
-                    namespace=pg.metadata.namespace,
-                )
-            for req in requests_for_podgroup_change(old, update.phase):
-                self._request(job_key, req)
-        for ev in result.evictions:
-            pod = self.pods.get(ev.pod)
-            if pod is not None:
-                self.evict(ev.pod, ev.reason, ev.message, kind=EVICTION_KINDS.get(ev.reason, "Evict"))
-        for bind in result.binds:
-            pod = self.pods.get(bind.pod)
-            if pod is None or pod.node_name or pod.deletion_timestamp is not None:
-                continue
-            pod.node_name = bind.node
-            self._touch(pod.job_key)
-            self.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
-            self.history.begin(pod, bind.node, self.clock.now())
-            old = pod.status.phase
-            pod.status.phase = o.POD_RUNNING
-            pod.status.start_time = self.clock.now()
-            self.executor.start(pod, self.nodes[bind.node])
-            self._pod_changed(pod, old)
 
     # ------------------------------------------------------------ history
 

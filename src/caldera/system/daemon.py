@@ -24,28 +24,30 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from caldera import __version__, controller
+from caldera import __version__
 from caldera.backends.local import LocalExecutor, ProcessEvent
 from caldera.backends.sqlite_store import SqliteStore
 from caldera.core import objects as o
-from caldera.core.elastic import check_scale, elastic_range, max_replicas, scale_target
+from caldera.core.elastic import check_scale, elastic_range, scale_target
 from caldera.core.errors import FieldError, ValidationError
 from caldera.core.manifest import parse_object
 from caldera.core.resources import GPU
 from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
-from caldera.system import machine, nodeconfig, persist
+from caldera.system import machine, persist
 from caldera.system.admission import check_commands, check_data, check_plugins, check_size
 from caldera.system.adoption import adopt
 from caldera.system.api import JSON, Conflict, NotFound
 from caldera.system.backoff import RestartBackoff
 from caldera.system.clusterviews import ClusterViews
 from caldera.system.control import ControlPlane
+from caldera.system.describe import describe
 from caldera.system.effects import HeldEffects
 from caldera.system.elastic import ElasticService
 from caldera.system.ended import EndedPods
 from caldera.system.jobextras import JobExtras, StillDeleting
 from caldera.system.loop import ControlLoop, Turn
+from caldera.system.nodeplan import NodePlan
 from caldera.system.runtime import SUBMIT_DIR, GpuBook, LocalRuntime
 from caldera.system.statestore import PlaneStore
 from caldera.system.tensorboard import TensorBoards
@@ -57,8 +59,6 @@ from caldera.utils.clock import Clock, SystemClock
 log = logging.getLogger("caldera.daemon")
 T = TypeVar("T")
 USER_ACTIONS = ("AbortJob", "ResumeJob")
-EVENT_FIELDS = ("time", "kind", "object", "node", "reason", "message")  # an event as describe shows it
-NODE_OVERRIDES = "node-overrides"  # the store's Config of the labels and taints set on nodes (`nodeconfig`)
 
 
 class EmbeddedCluster:
@@ -83,14 +83,10 @@ class EmbeddedCluster:
         self.store = SqliteStore(home / "state.db")
         self.executor = LocalExecutor(home, report=self._on_process, clock=self.clock, grace=grace)
         self.held = HeldEffects(self.executor, self._on_process, self.clock)
-        planned = self._nodes(nodes, cpus_per_node, memory_per_node, gpus_per_node)
-        self._planned = {n.name: n for n in planned}  # the nodes before the labels and taints people set
-        saved = self.store.get("Config", "", NODE_OVERRIDES)
-        self.node_overrides = nodeconfig.with_flags(
-            saved.body["spec"] if saved is not None else nodeconfig.empty(), planned, node_labels, node_taints
+        self.node_plan = NodePlan(
+            self.store, nodes, cpus_per_node, memory_per_node, gpus_per_node, node_labels, node_taints
         )
-        self._save_node_overrides(self.node_overrides)
-        node_list = nodeconfig.apply(planned, self.node_overrides)
+        node_list = self.node_plan.nodes()
         gpus = GpuBook(
             {n.name: int(n.allocatable.get(GPU, 0.0) / 1000) for n in node_list},
             {n.name: int(n.labels.get(machine.GPU_OFFSET_LABEL, "0")) for n in node_list},
@@ -315,24 +311,8 @@ class EmbeddedCluster:
 
     def describe_job(self, namespace: str, name: str) -> JSON:
         def run() -> JSON:
-            version = self.store.latest()  # read first: a watch from it misses no change after the answer
             job = self._job(namespace, name)
-            pg = self.plane.podgroups.get(job.key)
-            # Every pod the job may have had, not only those it has now: a preempted pod is gone, its events stay.
-            pods = (
-                controller.pod_name(job.name, t.name, i) for t in job.spec.tasks for i in range(max_replicas(job, t))
-            )
-            objects = {job.name, controller.podgroup_name(job), *pods}
-            # The store's (those of earlier daemons too), then those this turn has not written yet.
-            saved = [{k: e[k] for k in EVENT_FIELDS} for e in self.store.events(namespace, tuple(sorted(objects)))]
-            fresh = self.plane.events[self.state.events_saved :]
-            return {
-                "resourceVersion": version,
-                "job": persist.job_record(job),
-                "summary": self._summary(job),
-                "podgroup": pg.to_dict() if pg else None,
-                "events": saved + [e.to_dict() for e in fresh if e.namespace == namespace and e.object in objects],
-            }
+            return describe(self.store, self.plane, self.state.events_saved, job, self._summary(job))
 
         return self._read(run)
 
@@ -358,14 +338,8 @@ class EmbeddedCluster:
         self, name: str, labels: Mapping[str, str | None] | None = None, taints: list[JSON] | None = None
     ) -> JSON:
         def run() -> JSON:
-            if name not in self._planned:
-                raise NotFound(f"node {name} not found (nodes: {', '.join(self._planned)})")
-            overrides = nodeconfig.patch(self._planned[name], self.node_overrides, labels, taints)
-            self._save_node_overrides(overrides)  # first: a store that cannot be written changes nothing
-            self.node_overrides = overrides
+            self.plane.add_node(self.node_plan.patch(name, labels, taints))
             self.state.nodes_changed = True
-            (node,) = nodeconfig.apply([self._planned[name]], self.node_overrides)
-            self.plane.add_node(node)
             return next(n for n in node_summaries(self.plane) if n["name"] == name)
 
         return self._call(run)
@@ -429,19 +403,3 @@ class EmbeddedCluster:
 
     def _job_of(self, key: str) -> o.Job | None:
         return self.plane.jobs.get(key)
-
-    # ------------------------------------------------------------ the store
-
-    def _nodes(self, nodes: int | None, cpus: str | None, memory: str | None, gpus: int | None) -> list[o.Node]:
-        """The nodes as asked; with no flags, the ones of the last start (or this machine as one node)."""
-        stored = self.store.get("Config", "", "nodes")
-        if nodes is None and cpus is None and memory is None and gpus is None and stored is not None:
-            spec = stored.body["spec"]
-            nodes, cpus, memory, gpus = spec["nodes"], spec["cpus"], spec["memory"], spec["gpus"]
-        planned = machine.plan_nodes(machine.detect(), nodes, cpus, memory, gpus)
-        spec = {"nodes": nodes, "cpus": cpus, "memory": memory, "gpus": gpus}
-        self.store.put("Config", "", "nodes", {"metadata": {"name": "nodes"}, "spec": spec})
-        return planned
-
-    def _save_node_overrides(self, overrides: nodeconfig.Overrides) -> None:
-        self.store.put("Config", "", NODE_OVERRIDES, {"metadata": {"name": NODE_OVERRIDES}, "spec": overrides})

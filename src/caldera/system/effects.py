@@ -6,12 +6,14 @@ it: the restarted daemon would not know the pod runs and could start it a second
 the runtime talks to `HeldEffects`, which holds the starts and stops, and the loop
 `release`s them once the commit succeeded.
 
-Released effects are done by one starter thread, in the order they were asked for: starting
-a process costs the loop nothing (a spawn waits ~20 ms for the child on a busy machine), and
-the loop answers its callers without waiting for their pods' processes. That is safe because
+Released effects are done by STARTERS starter threads, each pod's by the same one (chosen by
+its key), in the order they were asked for: starting a process costs the loop nothing (a spawn
+waits ~20 ms for the child on a busy machine, without the GIL: several starters wait at once),
+and the loop answers its callers without waiting for their pods' processes. That is safe because
 the start is in the store: a daemon killed with starts still queued starts them on restart,
-under the same attempt (`adoption.py`). Order is kept: a stop asked after a start is done
-after it, whatever the thread's backlog. `running()` counts the starts not done yet, so
+under the same attempt (`adoption.py`). Order is kept per pod: a stop asked after a start is
+done after it, whatever the threads' backlogs (pods are independent: a pod's GPUs and ports are
+handed to another only once its process is gone). `running()` counts the starts not done yet, so
 nobody takes a pod whose start is queued for gone (its directory removed, its name reused).
 
 A start the executor refuses (the pod's process runs already, the command cannot be
@@ -31,6 +33,7 @@ import logging
 import os
 import signal
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,6 +43,7 @@ from caldera.utils.clock import Clock
 log = logging.getLogger("caldera.daemon")
 REFUSED = 126  # a start the executor refused ends as a command that could not be run does in a shell
 KILL_BEFORE_START = "CALDERA_FAULT_KILL_BEFORE_START"
+STARTERS = 4  # starter threads: a spawn mostly waits for the child (no GIL held), so a few overlap well
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +59,32 @@ class _Stop:
 
 class HeldEffects:
     """The executor's `run` and `stop`, held until `release` (called on the loop's thread), then done
-    in order by the starter thread. `running()` and `drain()` may be called from any thread."""
+    in order per pod by the starter threads. `running()` and `drain()` may be called from any thread."""
 
-    def __init__(self, executor: LocalExecutor, report: Callable[[ProcessEvent], None], clock: Clock) -> None:
+    def __init__(
+        self, executor: LocalExecutor, report: Callable[[ProcessEvent], None], clock: Clock, starters: int = STARTERS
+    ) -> None:
         self._executor = executor
         self._report = report
         self._clock = clock
         self._held: list[_Start | _Stop] = []  # asked for this turn, not released yet
-        self._cond = threading.Condition()
-        self._queue: collections.deque[_Start | _Stop] = collections.deque()  # released, not done yet
+        # One lock; a condition per starter thread (a release wakes only the threads it gave work to)
+        # and one for whoever waits for the queues to empty (`drain`).
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._wakes = [threading.Condition(lock) for _ in range(starters)]
+        # released, not done yet: one queue per starter thread, a pod's effects always in the same one
+        self._queues: list[collections.deque[_Start | _Stop]] = [collections.deque() for _ in range(starters)]
         self._starting: collections.Counter[str] = collections.Counter()  # pod key → its starts released, not done
-        self._busy = False  # the starter is doing an effect it took off the queue
+        self._busy = 0  # effects taken off a queue and not done yet
         self._closed = False
         self._kill_before = os.environ.get(KILL_BEFORE_START, "")  # a fault test's; "" (off) otherwise
-        self._thread = threading.Thread(target=self._work, name="caldera-starter", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._work, args=(i,), name=f"caldera-starter-{i}", daemon=True)
+            for i in range(starters)
+        ]
+        for t in self._threads:
+            t.start()
 
     def run(self, spec: ProcessSpec) -> None:
         self._held.append(_Start(spec))
@@ -81,16 +96,26 @@ class HeldEffects:
         return len(self._held)
 
     def release(self) -> None:
-        """Hand what the committed turn asked for to the starter thread; returns at once."""
+        """Hand what the committed turn asked for to the starter threads; returns at once."""
         held, self._held = self._held, []
         if not held:
             return
+        queues = self._queues
         with self._cond:
             if self._closed:
                 raise RuntimeError("the starter is closed")
-            self._queue.extend(held)
+            given = set()
+            for effect in held:
+                i = self.thread_of(effect.spec.key if isinstance(effect, _Start) else effect.key)
+                queues[i].append(effect)
+                given.add(i)
             self._starting.update(e.spec.key for e in held if isinstance(e, _Start))
-            self._cond.notify_all()
+            for i in given:
+                self._wakes[i].notify()
+
+    def thread_of(self, key: str) -> int:
+        """Which starter thread does pod `key`'s effects (always the same one: they are done in order)."""
+        return zlib.crc32(key.encode()) % len(self._queues)
 
     def running(self) -> list[str]:
         """The pods whose process runs or whose start is released but not done yet."""
@@ -99,24 +124,29 @@ class HeldEffects:
         return sorted(queued.union(self._executor.running()))
 
     def drain(self, timeout: float = 60.0) -> None:
-        """Wait until every released effect is done, then let the starter thread end."""
+        """Wait until every released effect is done, then let the starter threads end."""
         with self._cond:
-            if not self._cond.wait_for(lambda: not self._queue and not self._busy, timeout=timeout):
-                raise TimeoutError(f"pods still being started or stopped: {len(self._queue)} effects left")
+            idle = self._cond.wait_for(lambda: not any(self._queues) and not self._busy, timeout=timeout)
+            if not idle:
+                left = sum(len(q) for q in self._queues)
+                raise TimeoutError(f"pods still being started or stopped: {left} effects left")
             self._closed = True
-            self._cond.notify_all()
-        self._thread.join(timeout=timeout)
+            for wake in self._wakes:
+                wake.notify()
+        for t in self._threads:
+            t.join(timeout=timeout)
 
-    # ------------------------------------------------------------ the starter thread
+    # ------------------------------------------------------------ the starter threads
 
-    def _work(self) -> None:
+    def _work(self, i: int) -> None:
+        queue, wake = self._queues[i], self._wakes[i]
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._queue or self._closed)
-                if not self._queue:
+                wake.wait_for(lambda: queue or self._closed)
+                if not queue:
                     return
-                effect = self._queue.popleft()
-                self._busy = True
+                effect = queue.popleft()
+                self._busy += 1
             try:
                 self._do(effect)
             except Exception:
@@ -124,9 +154,14 @@ class HeldEffects:
             finally:
                 with self._cond:
                     if isinstance(effect, _Start):
-                        self._starting -= collections.Counter({effect.spec.key: 1})
-                    self._busy = False
-                    self._cond.notify_all()
+                        left = self._starting[effect.spec.key] - 1
+                        if left > 0:
+                            self._starting[effect.spec.key] = left
+                        else:
+                            del self._starting[effect.spec.key]
+                    self._busy -= 1
+                    if not self._busy:
+                        self._cond.notify_all()  # `drain` waits for this
 
     def _do(self, effect: _Start | _Stop) -> None:
         if isinstance(effect, _Stop):

@@ -61,6 +61,7 @@ class JobExtras:
         self.tensorboards = tensorboards
         self.clock = clock
         self._known: dict[str, o.Job] = {}
+        self._known_version = -1  # the plane's jobs_version when `_known` was last compared with its jobs
         self._pending: dict[str, set[str]] = {}  # gone job key → names of the pods whose directories go
         self._stray_dirs: list[Path] = []  # found at start: no job owns them
         self._clean = threading.Condition()
@@ -112,7 +113,17 @@ class JobExtras:
         return job_key in self._pending or (job_key not in self.plane.jobs and job_key in self._known)
 
     def sweep(self) -> None:
+        """Each turn; the job sets are compared only when the plane added or removed one (a turn costs
+        what changed, not a pass over every job)."""
         jobs = self.plane.jobs
+        if self._known_version != self.plane.jobs_version:
+            self._known_version = self.plane.jobs_version
+            self._compare(jobs)
+        self.tensorboards.check(jobs)
+        if self._pending or self._stray_dirs:
+            self._clean_up()
+
+    def _compare(self, jobs: dict[str, o.Job]) -> None:
         gone = [self._known.pop(key) for key in self._known.keys() - jobs.keys()]
         left = self._unowned_dirs({job.namespace for job in gone}) if gone else {}
         for job in gone:
@@ -125,9 +136,6 @@ class JobExtras:
             self._pending.setdefault(job.key, set()).update(pods)
         for key in jobs.keys() - self._known.keys():
             self.created(jobs[key])
-        self.tensorboards.check(jobs)
-        if self._pending or self._stray_dirs:
-            self._clean_up()
 
     def _clean_up(self) -> None:
         running = set(self.executor.running())

@@ -95,7 +95,9 @@ class KubeController:
         self.status_pool = ThreadPoolExecutor(max_workers=settings.status_workers, thread_name_prefix="caldera-status")
         self.group_pool = ThreadPoolExecutor(max_workers=settings.workers // 2, thread_name_prefix="caldera-groups")
         self.status = StatusWriter(kube, self.group_pool, self.status_pool)
-        self.recorder = EventRecorder(kube, settings.scheduler_name, self.identity)
+        self._writing = False  # the loop thread is placing and writing pods (a turn's settle-and-flush)
+        # Events are paced while pods and statuses are being written: the API server binds first, tells after.
+        self.recorder = EventRecorder(kube, settings.scheduler_name, self.identity, busy=self._busy)
         self.events = PlaneEvents(self.recorder)
         self.plane.on_event = self.events.collect
         self.api: dict[str, dict[str, JSON]] = {kind: {} for kind in KINDS}
@@ -216,6 +218,18 @@ class KubeController:
             self.jobs.retry_waiting()
         self.jobs.admit()
         self.plane.expire_ttls()
+        self._writing = True
+        try:
+            self._settle_and_write()
+        finally:
+            self._writing = False
+        self.events.flush(self._pod_uid, self._job_uid)
+
+    def _busy(self) -> bool:
+        """Whether writes that matter more than events are under way (read by the event recorder's thread)."""
+        return self._writing or bool(self.jobs.new) or self.status.writing > 0
+
+    def _settle_and_write(self) -> None:
         for _ in range(100):
             self.plane.settle()
             self._hand_touched()
@@ -226,7 +240,6 @@ class KubeController:
                 break
         self._hand_touched()
         self.status.flush(self.plane)
-        self.events.flush(self._pod_uid, self._job_uid)
 
     def _hand_touched(self) -> None:
         """The jobs the plane changed since the last call: the writers look only at those."""

@@ -198,6 +198,9 @@ class LocalRuntime:
         self.elastic_server = ""  # host:port of etcd for elastic pods' launchers ("" if none)
         self.zygotes: ZygoteStarter | None = None  # starts the zygote elastic pods share (`serve_zygotes`)
         self._elastic_pods: set[str] = set()  # started with the starter's name: while any runs, zygotes stay
+        # What every pod's environment starts from, read once (the daemon's own environment does not change).
+        # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
+        self._base_env = {**self.base_env(), "PYTHONPYCACHEPREFIX": str(home / PYCACHE)}
 
     def serve_zygotes(self) -> None:
         """Start the machine's zygote starter, whose zygotes outlive the pods that asked for them
@@ -241,9 +244,7 @@ class LocalRuntime:
             self.notify(pod.namespace, pod.name, "DataIgnored", f"{DATA}: {e}")
             mounts = []
         paths = path_map(mounts, pod_dir, patch.files)
-        env = self.base_env()
-        # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
-        env["PYTHONPYCACHEPREFIX"] = str(self.home / PYCACHE)
+        env = dict(self._base_env)
         env.update({k: rewrite(v, paths) for k, v in _container_env(container, pod, node).items()})
         env.update(patch.env)
         if elastic := launcher_env(job, pod.task, pod.name, self.elastic_server):

@@ -167,9 +167,12 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        resource_version: str | None = None,
     ) -> tuple[builtins.list[JSON], str]:
         """Every item of a collection, page by page, and the resourceVersion to watch from.
 
+        `resource_version="0"`: any recent state, served from the API server's watch cache (client-go's reflectors
+        list so at start), about 5 times cheaper for the server than a consistent read from etcd.
         Raises Gone if a continue token expired before the last page (list again)."""
         items: list[JSON] = []
         token: str | None = None
@@ -180,6 +183,7 @@ class KubeClient:
                 field_selector=field_selector,
                 limit=page_size,
                 continue_token=token,
+                resource_version=None if token else resource_version,  # a continue token carries its version
             )
             items.extend(page.get("items") or [])
             meta = page.get("metadata") or {}

@@ -13,7 +13,8 @@ changes afterwards are only the consumer's own writes (not worth parsing again).
 
 Invariants: `deliver` is called from this informer's thread only, in the API server's order for
 each object; `objects` holds the last state of every object that was delivered and not deleted;
-`synced` is set (and `on_synced` called) once a list has been delivered. Errors never end the thread: they are
+`synced` is set (and `on_synced` called) once a list has been delivered; a relist never goes back in time.
+Errors never end the thread: they are
 logged and retried with a back-off (at most `max_backoff` seconds) until `stop()`.
 """
 
@@ -108,7 +109,13 @@ class Informer:
                 self._stop.wait(backoff)
 
     def _list(self) -> None:
-        items, version = self.kube.list_all(self.path, label_selector=self._label_selector)
+        # The first list from the API server's watch cache (resourceVersion 0, as client-go's reflectors do): a
+        # controller starting on thousands of objects costs the server a fifth of a read from etcd. What the
+        # cache may lag behind comes through the watch from the list's version; a relist (after a 410) reads
+        # from etcd, so that it is never older than what was already delivered.
+        items, version = self.kube.list_all(
+            self.path, label_selector=self._label_selector, resource_version=None if self.version else "0"
+        )
         seen: set[str] = set()
         for obj in items:
             key = object_key(obj)

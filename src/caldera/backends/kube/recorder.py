@@ -4,6 +4,11 @@
 written. Like client-go's broadcaster, events are best effort: when more than `capacity` wait
 (a burst of thousands of bindings), new ones are dropped and counted, and a failed write is
 logged and dropped, never retried in a loop.
+
+Events come after the work they tell of: while `busy()` says the controller is writing pods (a burst), the
+recorder writes at most one event every `busy_interval` seconds, and the rest once the burst is over, so the API
+server's attention goes to bindings first (a burst of 1,000 single-pod jobs is 2,000 events: as many requests
+as its pods and PodGroups). None is lost for it: they wait in the queue (bounded by `capacity`).
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from caldera.backends.kube.client import JSON, KubeClient, KubeError, resource_path
 from caldera.backends.kube.convert import to_time
+from caldera.utils.clock import SystemClock
 
 log = logging.getLogger("caldera.kube.events")
+POLL = 0.02  # seconds between two looks at whether the controller is still busy, while an event waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +43,16 @@ class ObjectRef:
 
 
 class EventRecorder:
-    def __init__(self, kube: KubeClient, component: str, host: str, *, capacity: int = 20_000) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        component: str,
+        host: str,
+        *,
+        capacity: int = 50_000,
+        busy: Callable[[], bool] | None = None,
+        busy_interval: float = 0.05,
+    ) -> None:
         self.kube = kube
         self.component = component
         self.host = host
@@ -43,6 +60,10 @@ class EventRecorder:
         self.written = 0
         self._queue: queue.Queue[JSON | None] = queue.Queue(maxsize=capacity)
         self._count = 0
+        self._busy = busy
+        self._busy_interval = busy_interval
+        self._closing = threading.Event()
+        self._clock = SystemClock()
         self._thread = threading.Thread(target=self._run, name="event recorder", daemon=True)
         self._thread.start()
 
@@ -75,7 +96,8 @@ class EventRecorder:
         return self._queue.unfinished_tasks == 0
 
     def close(self, timeout: float = 5.0) -> None:
-        """Write what is queued (for at most `timeout` seconds), then stop."""
+        """Write what is queued (for at most `timeout` seconds, not paced any more), then stop."""
+        self._closing.set()
         try:
             self._queue.put(None, timeout=timeout)
         except queue.Full:
@@ -87,6 +109,7 @@ class EventRecorder:
             event = self._queue.get()
             if event is None:
                 return
+            self._pace()
             namespace = event["metadata"]["namespace"] or "default"
             try:
                 self.kube.create(resource_path("v1", "events", namespace=namespace), event)
@@ -95,3 +118,14 @@ class EventRecorder:
                 log.debug("event %s/%s not written: %s", namespace, event["reason"], e)
             finally:
                 self._queue.task_done()
+
+    def _pace(self) -> None:
+        """While the controller is busy, wait until `busy_interval` passed (or it is not busy any more)."""
+        if self._busy is None:
+            return
+        deadline = self._clock.monotonic() + self._busy_interval
+        while not self._closing.is_set() and self._busy():
+            left = deadline - self._clock.monotonic()
+            if left <= 0:
+                return
+            self._closing.wait(min(left, POLL))
