@@ -36,7 +36,7 @@ every pod is bound (a watch on the pods sees it). Figures:
 - first bound: when the watch first saw a pod bound (s after the start, the client's clock): the contender's
   start-up and first sync;
 - caldera's API writes per job, by verb and resource (the counts its client logs when it stops, once every Job's
-  status says Running; the probes' jobs counted in, lease renewals left out), printed under the table, with when
+  status says Running and its events stopped coming; the probes' jobs counted in, lease renewals left out), printed under the table, with when
   every Job's status said Running (the statuses are written after the pods);
 - new job → bound p50 / max: then, with the contender idle and the workload's pods still running,
   `PROBES` more jobs of the workload's size, one after the other: from just before the Job is created
@@ -262,6 +262,8 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
         probes = [probe(plane, watch, contender, f"probe{i}", size) for i in range(PROBES)]
         watch.stop()
         statuses = jobs_running(plane) - t0 if contender != "kube-scheduler" else 0.0
+        if contender == "caldera":
+            events_written(plane)
         writes = caldera_writes(processes[0]) if contender == "caldera" else {}
         pods = [p for p in plane.kube.list_all(PODS)[0] if p["metadata"]["labels"]["bench-job"].startswith("job")]
     binds = [bind_time(p) - t0 for p in pods]
@@ -289,6 +291,22 @@ def jobs_running(plane: ControlPlane) -> float:
             return time.time()
         pause.wait(0.5)
     raise SystemExit("the Jobs' statuses did not all say Running")
+
+
+def events_written(plane: ControlPlane, quiet: float = 3.0) -> None:
+    """Wait until caldera's events stop coming (none new for `quiet` seconds): it writes them after the pods and
+    statuses, so that its writes are counted whole."""
+    pause = threading.Event()
+    path = resource_path("v1", "events", namespace=NAMESPACE)
+    count, since, deadline = -1, time.time(), time.time() + TIMEOUT
+    while time.time() < deadline:
+        events = plane.kube.list_all(path, resource_version="0")[0]
+        now = sum(1 for e in events if (e.get("source") or {}).get("component") == "caldera")
+        if now != count:
+            count, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+        pause.wait(0.5)
 
 
 def caldera_writes(process: Process) -> dict[str, int]:

@@ -142,8 +142,9 @@ def main() -> None:
             base = ["--policies", names, "--trace", "philly", "--sample", "pollux", "--seed", str(seed)]
             runs.append(compare([*base, *extra], out))
         parts.append(Part(title, slug, args.seeds, runs, _now()))
-    if args.only and "full" in kept and "full" not in args.only:
-        parts.append(kept["full"])
+    if args.only and "full" not in args.only:  # --only reruns what it names: never the hours-long full replay
+        if "full" in kept:
+            parts.append(kept["full"])
         args.skip_full = True
     if not args.skip_full:
         full_policies = args.full_policies or policies
