@@ -160,23 +160,29 @@ class JobReconciler:
             self.state.set_podgroup(pg)
             self._dirty = True
         created: list[o.Pod] = []
+        job_pods = self.job_pods[key]
+        tasks: dict[str, tuple[o.TaskSpec, int]] = {}  # a task's spec and its pods' priority, once per plan
         for task_name, index in plan.create:
-            task = job.spec.task(task_name)
-            if task is None:
-                continue
-            priority = self.state.priority_of(task.template.spec.priority_class_name or job.spec.priority_class_name)
+            found = tasks.get(task_name)
+            if found is None:
+                spec = job.spec.task(task_name)
+                if spec is None:
+                    continue
+                class_name = spec.template.spec.priority_class_name or job.spec.priority_class_name
+                found = tasks[task_name] = (spec, self.state.priority_of(class_name))
+            task, priority = found
             pod = make_pod(job, task, index, priority, now)
             self._uid += 1
             pod.metadata.uid = f"{self._uid:08x}"
             self.pods[pod.key] = pod
-            self.job_pods[key][pod.name] = pod
+            job_pods[pod.name] = pod
             if pg is not None:
                 self.state.set_pod(pod, pg.key)
-            self._dirty = True
             created.append(pod)
         if created:
+            self._dirty = True
             # Volcano's pod handler raises PodPending for every pod added: what starts a PodPending timeout.
-            for req in requests_for_new_pods(job, list(self.job_pods[key].values()), created):
+            for req in requests_for_new_pods(job, list(job_pods.values()), created):
                 self._request(key, req)
         if action not in INTERNAL_ACTIONS:
             self.delayed.cancel_scope(key, action, target)
