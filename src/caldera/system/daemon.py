@@ -235,7 +235,7 @@ class EmbeddedCluster:
             raise Conflict(f"job {job.key} already exists (delete it first)")
         if self.extras.busy(job.key):
             raise StillDeleting(f"job {job.key} was deleted and its pods are still stopping: try again shortly")
-        self.plane.submit(job)
+        self.plane.submit(job, valid=True)  # parse_object validated it (`_admitted`): not again on the loop
         self.extras.created(job)
         self.elastic.job_created(job)
         return persist.job_record(job)
