@@ -28,6 +28,7 @@ from caldera.controller import (
     live_restarts,
     make_pod,
     make_podgroup,
+    only_syncs,
     request_for_started_pod,
     requests_for_new_pods,
     requests_for_pod_change,
@@ -93,6 +94,9 @@ class JobReconciler:
     def _handle(self, key: str, req: Request, syncs: dict[str, None]) -> None:
         job = self.jobs.get(key)
         if job is None:
+            return
+        if not req.action and only_syncs(job.spec) and not self.delayed.has(key):
+            syncs[key] = None  # what `resolve` gives, with no timer of the job's to cancel
             return
         pod = self.job_pods[key].get(req.pod) if req.pod else None
         self.delayed.cancel_for_request(key, req, pod.metadata.uid if pod else "")
