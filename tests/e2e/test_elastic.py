@@ -215,3 +215,37 @@ def test_scale_out_and_in_while_training(caldera: Caldera, tmp_path: Path) -> No
     assert caldera.job("sc")["retryCount"] == 0
     pods = {p["name"] for p in caldera.job("sc")["pods"]}
     assert pods == {"sc-worker-0", "sc-worker-1"}, pods  # scale-in removed the highest indices
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_single_pod_job_whose_pod_dies_forks_its_new_worker_from_the_same_zygote(
+    caldera: Caldera, tmp_path: Path
+) -> None:
+    """The node's zygote outlives the job's only pod while the job lives (system/zygoteusers.py): the
+    re-created pod's launcher forks its worker from it instead of importing torch again."""
+    caldera.up()
+    submit(caldera, "one", "1", tmp_path / "ckpt")
+    wait_until(lambda: epochs_checkpointed(caldera, "one") >= 1, timeout=180, what="epoch 1 saved", interval=0.1)
+    launcher, trainer = launcher_and_trainer(caldera, "one-worker-0")
+    zygote = parent(trainer)
+    assert zygote != launcher, "the worker is a cold spare, not a fork of the node's zygote"
+
+    os.killpg(os.getpgid(launcher), signal.SIGKILL)  # the whole pod
+
+    def new_trainer() -> int:
+        starts = (
+            LAUNCH_START.findall(caldera.pod_log("one-worker-0")) if caldera.pod_dir("one-worker-0").exists() else []
+        )
+        pid = int(starts[-1]) if starts else 0
+        return pid if pid != trainer and Path(f"/proc/{pid}").exists() else 0
+
+    found: list[int] = []
+    wait_until(
+        lambda: found.append(new_trainer()) or found[-1], timeout=180, what="the re-created pod's worker", interval=0.1
+    )
+    assert parent(found[-1]) == zygote  # forked by the zygote that served the pod before it died
+    caldera.wait_job("one", completed, "the job to complete after the fault", timeout=240)
+    assert caldera.describe("one")["job"]["status"].get("podRetries") == {"one-worker-0": 1}

@@ -9,9 +9,9 @@ and hands the bound socket to the starter with the interpreter, the preload list
 variables; the starter runs `zygote.PROGRAM` on it in a session of its own and answers "started".
 Only peers of the starter's own uid are served, and only the zygote program is ever run.
 
-The runtime stops the zygotes when no elastic pod runs on the node any more (`stop_zygotes`), and
-when it stops its pods (`close`: those of an earlier starter on the same name too, found by the
-name in their environment). A zygote also exits after `IDLE_EXIT` seconds without a client (the
+The runtime stops the zygotes when no elastic pod runs and no job that started one is left
+(`stop_zygotes`, system/zygoteusers.py), and when it stops its pods (`close`: those of an earlier
+starter on the same name too, found by the name in their environment). A zygote also exits after `IDLE_EXIT` seconds without a client (the
 runtime may stop without stopping its pods, and a later one adopts the pods, not the zygote).
 """
 

@@ -38,6 +38,7 @@ from caldera.core.resources import GPU
 from caldera.launcher.zygote import STARTER_VAR
 from caldera.launcher.zygotestarter import ZygoteStarter
 from caldera.system.podpaths import DATA, link_relative, parse_data, path_map, rewrite
+from caldera.system.zygoteusers import ZygoteUsers
 
 HOST = "127.0.0.1"
 SUBMIT_DIR = "caldera.dev/submit-dir"
@@ -197,7 +198,7 @@ class LocalRuntime:
         self.attempts: dict[str, int] = {}
         self.elastic_server = ""  # host:port of etcd for elastic pods' launchers ("" if none)
         self.zygotes: ZygoteStarter | None = None  # starts the zygote elastic pods share (`serve_zygotes`)
-        self._elastic_pods: set[str] = set()  # started with the starter's name: while any runs, zygotes stay
+        self._zygote_users = ZygoteUsers()  # the elastic pods started with the starter's name: when zygotes may stop
         # What every pod's environment starts from, read once (the daemon's own environment does not change).
         # Bytecode goes under the home, not next to the sources a pod imports (caldera's, the user's).
         self._base_env = {**self.base_env(), "PYTHONPYCACHEPREFIX": str(home / PYCACHE)}
@@ -252,7 +253,7 @@ class LocalRuntime:
             env["POD_IP"] = HOST
             if self.zygotes is not None:  # the machine's launchers share its zygote (launcher/zygote.py)
                 env[STARTER_VAR] = self.zygotes.name
-                self._elastic_pods.add(pod.key)
+                self._zygote_users.started(pod.key, job.key)
         env.update(
             {
                 "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
@@ -286,17 +287,18 @@ class LocalRuntime:
         """The job is gone: its host ports are free, and nothing is kept under its key."""
         self.ports.release(job_key)
         self._images_reported.discard(job_key)
+        if self._zygote_users.job_deleted(job_key) and self.zygotes is not None:
+            self.zygotes.stop_zygotes()
 
     def stop(self, pod: o.Pod) -> None:
         self.executor.stop(pod.key, grace=pod.spec.termination_grace_period_seconds)
 
     def released(self, pod_key: str) -> None:
-        """The pod's process is gone for good: its GPUs are free again (and the zygotes, after the last elastic pod)."""
+        """The pod's process is gone for good: its GPUs are free again (and the zygotes stop, when no job that
+        may start an elastic pod again is left: system/zygoteusers.py)."""
         self.gpus.release(pod_key)
-        if pod_key in self._elastic_pods:
-            self._elastic_pods.discard(pod_key)
-            if not self._elastic_pods and self.zygotes is not None:
-                self.zygotes.stop_zygotes()
+        if self._zygote_users.released(pod_key) and self.zygotes is not None:
+            self.zygotes.stop_zygotes()
 
     def address(self, job: o.Job, pod: str) -> str:
         """host:port of the pod's first declared port, for people (`caldera get`)."""
