@@ -36,7 +36,7 @@ from caldera.controller import (
     resync_is_idle,
     target_for,
 )
-from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
+from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
 from caldera.scheduler.state import OCCUPYING, ClusterState
@@ -149,7 +149,7 @@ class JobReconciler:
                 self.ttl.watch(job)
             # Volcano's job handler re-syncs a job whose phase changed: what moves a Restarting job
             # whose pods were all gone already (evicted, preempted) on to Pending.
-            self._request(key, Request(event=OUT_OF_SYNC_EVENT))
+            self._request(key, OUT_OF_SYNC)
         for name in plan.kill:
             pod = self.job_pods[key].get(name)
             if pod is not None:
