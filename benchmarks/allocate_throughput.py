@@ -2,7 +2,9 @@
 
 Nodes have 8 GPUs, 64 CPUs and 512Gi each. A queue of gang jobs (1, 8 or 64
 one-GPU pods each, minAvailable = all) waits Inqueue; one scheduling cycle with
-the default plugin tiers and only the `allocate` action places them. Decisions
+Volcano's plugin tiers (the built-in configuration before caldera-default,
+scheduler/config.py VOLCANO_SHAPE_CONFIG: the figures stay comparable) and only
+the `allocate` action places them. Decisions
 per second = pods bound / wall time of the cycle (session open and close
 included); "CPU ms per gang" is the cycle's CPU time (`time.process_time`) per gang,
 what a shared machine's load does not stretch. Each case runs `--repeat` times on a
@@ -18,7 +20,7 @@ import statistics
 import time
 
 from caldera.core import objects as o
-from caldera.scheduler.config import DEFAULT_CONFIG, parse_config
+from caldera.scheduler.config import VOLCANO_SHAPE_CONFIG, parse_config
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.state import ClusterState
 from caldera.testing.builders import make_node, make_pod, make_podgroup
@@ -39,7 +41,9 @@ def build(nodes: int, gang: int, pods: int) -> ClusterState:
 
 
 def allocate_only() -> Scheduler:
-    text = DEFAULT_CONFIG.replace('actions: "enqueue, allocate, preempt, reclaim, backfill"', 'actions: "allocate"')
+    text = VOLCANO_SHAPE_CONFIG.replace(
+        'actions: "enqueue, allocate, preempt, reclaim, backfill"', 'actions: "allocate"'
+    )
     return Scheduler(parse_config(text, "<benchmark>"))
 
 

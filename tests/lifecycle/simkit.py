@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from caldera.scheduler.config import SchedulerConfig
+from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.engine import Simulation
 from caldera.sim.inputs import check_references, parse_cluster, parse_workload
 from caldera.sim.report import build
@@ -121,10 +123,13 @@ class Report:
         return [(e["time"], e["reason"]) for e in self.events("JobPhase", job)]
 
 
-def simulate(cluster_doc: Doc, workload_doc: Doc, *, until: float | None = None) -> Report:
+def simulate(
+    cluster_doc: Doc, workload_doc: Doc, *, until: float | None = None, config: SchedulerConfig | None = None
+) -> Report:
+    """As `caldera simulate` runs it, with the built-in configuration unless `config` is given."""
     parsed_cluster = parse_cluster(cluster_doc, "CLUSTER.yaml")
     parsed_workload = parse_workload(workload_doc, "WORKLOAD.yaml")
     check_references(parsed_cluster, parsed_workload, "WORKLOAD.yaml")  # as `caldera simulate` does
-    sim = Simulation(parsed_cluster, parsed_workload, until=until)
+    sim = Simulation(parsed_cluster, parsed_workload, Scheduler(config), until=until)
     sim.run()
     return Report(build(sim))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from caldera.scheduler.policies import load_policy
+
 from .simkit import cluster, job, manifest, policy, simulate, task, workload
 
 ABORT_IF_PENDING_60S = policy("AbortJob", "PodPending", timeout="60s")
@@ -48,10 +50,13 @@ def test_pod_pending_timer_is_cancelled_once_the_pod_runs(timeout: str, phase: s
 
 
 def test_pod_pending_timer_starts_only_once_pods_exist() -> None:
-    """As in Volcano, pods are created once the PodGroup is admitted: waiting for admission is not PodPending."""
+    """As in Volcano, pods are created once the PodGroup is admitted: waiting for admission is not PodPending.
+
+    Under Volcano's configuration: caldera-default has no enqueue action, allocate admits every job at
+    once, so its pods exist (and their PodPending timers run) while it waits for GPUs."""
     first = job(manifest("first", tasks=[task(replicas=2)]), duration=100)
     second = job(manifest("second", policies=[policy("AbortJob", "PodPending", timeout="50s")]), duration=600)
-    report = simulate(cluster(nodes=1), workload(first, second))
+    report = simulate(cluster(nodes=1), workload(first, second), config=load_policy("volcano-default"))
     row = report.job("second")
     assert (row["phase"], row["startTime"], row["endTime"]) == ("Completed", 100.0, 700.0)
 

@@ -27,9 +27,14 @@ from caldera.testing.scenario import (
     workload,
 )
 
-from .configs import NO_ENQUEUE
+from .configs import NO_ENQUEUE, VOLCANO_SHAPE
 
-CONFIGS = [pytest.param(None, id="default"), pytest.param(NO_ENQUEUE, id="no-enqueue")]
+# Volcano's plugins with and without enqueue, and the built-in configuration (caldera-default)
+CONFIGS = [
+    pytest.param(VOLCANO_SHAPE, id="volcano-shape"),
+    pytest.param(NO_ENQUEUE, id="no-enqueue"),
+    pytest.param(None, id="default"),
+]
 SIX_GPUS = cluster(nodes=[gpu_nodes(count=3, gpus=2)], priority_classes={"high": 1000, "low": 10})
 
 

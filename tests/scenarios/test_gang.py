@@ -21,10 +21,15 @@ from caldera.testing.scenario import (
     workload,
 )
 
-from .configs import NO_ENQUEUE
+from .configs import NO_ENQUEUE, VOLCANO_SHAPE
 
 FOUR_GPUS = cluster(nodes=[gpu_nodes(count=2, gpus=2)])
-CONFIGS = [pytest.param(None, id="default"), pytest.param(NO_ENQUEUE, id="no-enqueue")]
+# Volcano's plugins with and without enqueue, and the built-in configuration (caldera-default)
+CONFIGS = [
+    pytest.param(VOLCANO_SHAPE, id="volcano-shape"),
+    pytest.param(NO_ENQUEUE, id="no-enqueue"),
+    pytest.param(None, id="default"),
+]
 
 
 def gang(name: str, workers: int = 4) -> dict[str, Any]:

@@ -14,11 +14,14 @@ from caldera.testing.scenario import (
     workload,
 )
 
+from .configs import VOLCANO_SHAPE
+
 SIX_GPUS = [gpu_nodes(count=3, gpus=2)]
 
 
 def test_a_minimum_above_the_queues_capability_or_the_cluster_is_never_admitted() -> None:
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("small", capability={"nvidia.com/gpu": "2"})]),
         workload=workload(
             arrival(vcjob("big", tasks=[task(replicas=4)], queue="small")),
@@ -33,6 +36,7 @@ def test_a_minimum_above_the_queues_capability_or_the_cluster_is_never_admitted(
 
 def test_a_full_queue_admits_the_job_later() -> None:
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("small", capability={"nvidia.com/gpu": "4"})]),
         workload=workload(
             arrival(vcjob("first", tasks=[task(replicas=4)], queue="small"), duration=100),

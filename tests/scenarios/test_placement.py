@@ -22,14 +22,14 @@ from caldera.testing.scenario import (
     workload,
 )
 
-from .configs import FIRST_TIER, placement_only
+from .configs import FIRST_TIER, VOLCANO_SHAPE, placement_only
 
 # ---------------------------------------------------------------- DRF
 
 WITHOUT_DRF = scheduler_config(actions="enqueue, allocate, backfill", tiers=[FIRST_TIER, ["predicates", "proportion"]])
 
 
-@pytest.mark.parametrize(("config", "winner"), [(None, "b"), (WITHOUT_DRF, "a")], ids=["drf", "without-drf"])
+@pytest.mark.parametrize(("config", "winner"), [(VOLCANO_SHAPE, "b"), (WITHOUT_DRF, "a")], ids=["drf", "without-drf"])
 def test_drf_gives_a_freed_gpu_to_the_job_with_the_lower_dominant_share(config: Any, winner: str) -> None:
     """a (older) holds two GPUs and b one, both running and both wanting more: the GPU freed at 30 goes to b.
 

@@ -21,11 +21,16 @@ from caldera.testing.scenario import (
     workload,
 )
 
-from .configs import NO_ENQUEUE
+from .configs import NO_ENQUEUE, VOLCANO_SHAPE
 
 PRIORITIES = {"high": 1000, "low": 10}
 FOUR_GPUS = cluster(nodes=[gpu_nodes(count=2, gpus=2)], priority_classes=PRIORITIES)
-CONFIGS = [pytest.param(None, id="default"), pytest.param(NO_ENQUEUE, id="no-enqueue")]
+# Volcano's plugins with and without enqueue, and the built-in configuration (caldera-default)
+CONFIGS = [
+    pytest.param(VOLCANO_SHAPE, id="volcano-shape"),
+    pytest.param(NO_ENQUEUE, id="no-enqueue"),
+    pytest.param(None, id="default"),
+]
 
 
 def job(name: str, *, replicas: int, min_available: int, priority: str) -> dict[str, Any]:
@@ -59,24 +64,29 @@ def test_high_priority_gang_preempts_a_whole_low_gang(config: dict[str, Any] | N
     assert len(binds(report, "low", at=110.0)) == 4, "the low gang comes back once the high job is done"
 
 
+@pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("order", [("rigid", "elastic"), ("elastic", "rigid")], ids=["rigid-first", "elastic-first"])
-def test_pods_above_an_elastic_minimum_go_before_any_gang_is_broken(order: tuple[str, str]) -> None:
+def test_pods_above_an_elastic_minimum_go_before_any_gang_is_broken(
+    order: tuple[str, str], config: dict[str, Any] | None
+) -> None:
     shapes = {"rigid": (2, 2), "elastic": (2, 1)}  # (replicas, minAvailable)
     arrivals = [
         arrival(job(n, replicas=shapes[n][0], min_available=shapes[n][1], priority="low"), at=i, duration=1000)
         for i, n in enumerate(order)
     ]
     arrivals.append(arrival(job("high", replicas=1, min_available=1, priority="high"), at=10, duration=100))
-    report = run_scenario(cluster=FOUR_GPUS, workload=workload(*arrivals))
+    report = run_scenario(cluster=FOUR_GPUS, workload=workload(*arrivals), config=config)
     assert [e["object"] for e in evictions(report)] == ["elastic-worker-1"]
     assert start_time(report, "high") == 10.0
     assert len(running_at(report, "rigid", 50.0)) == 2
     assert len(running_at(report, "elastic", 50.0)) == 1
 
 
-def test_fewest_whole_gangs_are_stopped() -> None:
+@pytest.mark.parametrize("config", CONFIGS)
+def test_fewest_whole_gangs_are_stopped(config: dict[str, Any] | None) -> None:
     """Two rigid low gangs of two: one GPU is needed, so exactly one gang stops, entirely."""
     report = run_scenario(
+        config=config,
         cluster=FOUR_GPUS,
         workload=workload(
             arrival(job("low-a", replicas=2, min_available=2, priority="low"), duration=1000),

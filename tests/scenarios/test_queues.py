@@ -1,4 +1,6 @@
-"""Queues: weighted shares, reclaim (and only when reclaimable), capability, guarantee, Closed queues."""
+"""Queues: weighted shares, reclaim (and only when reclaimable), capability, guarantee, Closed queues.
+
+Volcano's semantics, on Volcano's plugins (configs.VOLCANO_SHAPE)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from caldera.testing.scenario import (
     workload,
 )
 
+from .configs import VOLCANO_SHAPE
+
 SIX_GPUS = [gpu_nodes(count=3, gpus=2)]
 
 
@@ -40,6 +44,7 @@ def running_in(report: dict[str, Any], queue_name: str, t: float) -> int:
 def test_weights_split_the_cluster_under_contention() -> None:
     """Weights 1:2 on six GPUs, both queues asking for all six: 1/3 and 2/3."""
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("a", weight=1), queue("b", weight=2)]),
         workload=workload(*one_gpu_jobs("a", 6, queue="a"), *one_gpu_jobs("b", 6, queue="b")),
     )
@@ -50,6 +55,7 @@ def test_weights_split_the_cluster_under_contention() -> None:
 def test_queue_above_its_share_gives_back_only_when_reclaimable(reclaimable: bool) -> None:
     """Queue a took the idle cluster; b arrives and deserves half of it."""
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("a", reclaimable=reclaimable), queue("b")]),
         workload=workload(*one_gpu_jobs("a", 6, queue="a"), *one_gpu_jobs("b", 3, queue="b", at=10)),
     )
@@ -71,6 +77,7 @@ def test_reclaim_takes_from_the_queue_above_its_share_not_one_at_it(monkeypatch:
     monkeypatch.setattr(control, "MAX_ROUNDS", 500)  # such a ping-pong then fails fast instead of spinning
     on_first_node = {"kubernetes.io/hostname": "gpu-0"}
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("a"), queue("b"), queue("c")]),
         workload=workload(
             *[arrival(vcjob(f"c{i}", queue="c", tasks=[task(node_selector=on_first_node)])) for i in range(2)],
@@ -87,6 +94,7 @@ def test_reclaim_takes_from_the_queue_above_its_share_not_one_at_it(monkeypatch:
 
 def test_capability_is_a_hard_cap_even_on_an_idle_cluster() -> None:
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("capped", capability={"nvidia.com/gpu": "2"})]),
         workload=workload(*one_gpu_jobs("j", 4, queue="capped", duration=100)),
     )
@@ -97,6 +105,7 @@ def test_capability_is_a_hard_cap_even_on_an_idle_cluster() -> None:
 def test_guarantee_is_kept_for_its_queue() -> None:
     """b floods the cluster but never takes a's two guaranteed GPUs; a's jobs start on arrival, evicting nobody."""
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("a", guarantee={"nvidia.com/gpu": "2"}), queue("b")]),
         workload=workload(*one_gpu_jobs("b", 6, queue="b"), *one_gpu_jobs("a", 2, queue="a", at=10)),
     )
@@ -107,6 +116,7 @@ def test_guarantee_is_kept_for_its_queue() -> None:
 
 def test_closed_queue_accepts_no_new_job() -> None:
     report = run_scenario(
+        config=VOLCANO_SHAPE,
         cluster=cluster(nodes=SIX_GPUS, queues=[queue("shut", state="Closed")]),
         workload=workload(arrival(vcjob("late", queue="shut"))),
     )

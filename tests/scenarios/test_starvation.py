@@ -6,7 +6,7 @@ from typing import Any
 
 from caldera.testing.scenario import arrival, cluster, gpu_nodes, run_scenario, start_time, task, vcjob, workload
 
-from .configs import with_sla
+from .configs import VOLCANO_SHAPE, with_sla
 
 EIGHT_GPUS = cluster(nodes=[gpu_nodes(count=2, gpus=4)])
 SMALL_EVERY, SMALL_RUNS, STREAM_ENDS = 5.0, 40.0, 800.0  # about eight 1-GPU jobs in flight: the cluster stays full
@@ -33,8 +33,8 @@ def test_big_gang_starts_within_the_sla_bound() -> None:
 
 
 def test_without_sla_the_big_gang_waits_for_the_stream_to_dry_up() -> None:
-    """The contrast: the same stream with the default conf keeps eight GPUs from ever being free together."""
-    report = run_scenario(cluster=EIGHT_GPUS, workload=stream_with_big_gang())
+    """The contrast: the same stream without sla keeps eight GPUs from ever being free together."""
+    report = run_scenario(cluster=EIGHT_GPUS, workload=stream_with_big_gang(), config=VOLCANO_SHAPE)
     started = start_time(report, "big")
     assert started is not None
     assert started > STREAM_ENDS

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from caldera.core import objects as o
-from caldera.scheduler.config import default_config
 from caldera.scheduler.plugins.drf import DRF
 from caldera.scheduler.plugins.registry import registry
+from caldera.scheduler.policies import load_policy
 from caldera.scheduler.session import Session
 from caldera.scheduler.state import ClusterState, TaskInfo, TaskStatus
 from caldera.scheduler.statement import Statement
@@ -59,7 +59,7 @@ def evict_then_allocate_and_pipeline(stmt: Statement, state: ClusterState) -> No
 )
 def test_discard_restores_state_and_drf_shares(ops: Ops) -> None:
     state = cluster_with_two_jobs()
-    ssn = Session(state, default_config(), now=10.0, registry=registry())
+    ssn = Session(state, load_policy("volcano-default"), now=10.0, registry=registry())
     drf = ssn.plugin("drf")
     assert isinstance(drf, DRF)
     jobs = [state.jobs["default/busy"], state.jobs["default/waiting"]]
@@ -86,7 +86,7 @@ def test_discard_restores_state_and_drf_shares(ops: Ops) -> None:
 
 def test_commit_after_discard_starts_from_the_restored_state() -> None:
     state = cluster_with_two_jobs()
-    ssn = Session(state, default_config(), now=10.0, registry=registry())
+    ssn = Session(state, load_policy("volcano-default"), now=10.0, registry=registry())
     first = Statement(ssn)
     evict_then_allocate_and_pipeline(first, state)
     first.discard()

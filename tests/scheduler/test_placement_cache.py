@@ -14,10 +14,11 @@ import pytest
 
 from caldera.core import objects as o
 from caldera.scheduler import placement
-from caldera.scheduler.config import default_config
+from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.framework import Indices, Scores
 from caldera.scheduler.placement import Placements
 from caldera.scheduler.plugins.registry import registry
+from caldera.scheduler.policies import load_policy
 from caldera.scheduler.session import Session, hook_layout
 from caldera.scheduler.state import ClusterState, TaskInfo, TaskStatus
 from caldera.scheduler.statement import Statement
@@ -30,6 +31,12 @@ SHAPES = [
     {"cpu": "500m", "memory": "1Gi"},
     {"nvidia.com/gpu": "8", "cpu": "8"},
 ]
+
+
+def volcano() -> SchedulerConfig:
+    """Volcano's configuration: its node-order plugins (nodeorder, binpack) score each node alone, which
+    is what the kept values need (caldera-default's consolidate looks at the gang's other pods)."""
+    return load_policy("volcano-default")
 
 
 def cluster(rng: random.Random, nodes: int) -> ClusterState:
@@ -74,7 +81,7 @@ def check(ssn: Session, placements: Placements, tasks: list[TaskInfo]) -> None:
 def test_kept_values_give_the_node_the_long_way_gives(seed: int) -> None:
     rng = random.Random(seed)
     state = cluster(rng, nodes=40)
-    config = default_config()
+    config = volcano()
     layout = hook_layout(config, registry())
     assert layout.local_scores
     placements = Placements(layout)
@@ -117,7 +124,7 @@ def test_more_changes_than_the_log_keeps_recompute_every_node(monkeypatch: pytes
     monkeypatch.setattr("caldera.scheduler.nodes.CHANGE_LOG", 4)
     rng = random.Random(7)
     state = cluster(rng, nodes=30)
-    layout = hook_layout(default_config(), registry())
+    layout = hook_layout(volcano(), registry())
     placements = Placements(layout)
     tasks = probes(state)
     pg = make_podgroup("big", min_member=1)
@@ -125,15 +132,15 @@ def test_more_changes_than_the_log_keeps_recompute_every_node(monkeypatch: pytes
     pods = [state.set_pod(make_pod("big", "w", i, requests={"cpu": "2"}), pg.key) for i in range(20)]
     for i, task in enumerate(pods):
         assert task is not None
-        ssn = Session(state, default_config(), 0.0, registry(), layout)
+        ssn = Session(state, volcano(), 0.0, registry(), layout)
         if i % 3 == 0:
             check(ssn, placements, tasks)
         Statement(ssn).allocate(task, i % 30)
-    check(Session(state, default_config(), 0.0, registry(), layout), placements, tasks)
+    check(Session(state, volcano(), 0.0, registry(), layout), placements, tasks)
 
 
 def test_a_non_local_node_order_plugin_takes_the_long_way() -> None:
-    text = default_config()
+    text = volcano()
     tiers = (*text.tiers, (type(text.tiers[0][0])("task-topology"),))
     config = type(text)(text.actions, tiers, text.action_arguments)
     assert not hook_layout(config, registry()).local_scores
@@ -153,14 +160,14 @@ def test_nodes_in_a_state_seen_before_take_the_remembered_value(monkeypatch: pyt
     monkeypatch.setattr(placement, "_values", counting)
     state = ClusterState()
     state.set_nodes([make_node(f"n{i:02d}", resources={"cpu": "8", "nvidia.com/gpu": "4"}) for i in range(12)])
-    layout = hook_layout(default_config(), registry())
+    layout = hook_layout(volcano(), registry())
     placements = Placements(layout)
     pg = make_podgroup("fill", min_member=1)
     state.set_podgroup(pg)
     pods = [state.set_pod(make_pod("fill", "w", i, requests={"nvidia.com/gpu": "1"}), pg.key) for i in range(48)]
     for task in pods:
         assert task is not None
-        ssn = Session(state, default_config(), 0.0, registry(), layout)
+        ssn = Session(state, volcano(), 0.0, registry(), layout)
         node = placements.best(ssn, task, False)
         assert node == ssn.best_node(task, ssn.feasible(task, ssn.free(False)))
         Statement(ssn).allocate(task, node)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from caldera.core import objects as o
 from caldera.core.resources import parse_resource_list
-from caldera.scheduler.config import config_from_dict, default_config
+from caldera.scheduler.config import config_from_dict
+from caldera.scheduler.policies import load_policy
 from caldera.scheduler.shares import queue_shares
 from caldera.scheduler.state import ClusterState
 from caldera.testing.builders import make_node, make_pod, make_podgroup
@@ -34,7 +35,7 @@ def state_with_demand() -> ClusterState:
 
 
 def test_proportion_splits_the_cluster_by_weight_among_queues_that_ask() -> None:
-    shares = queue_shares(state_with_demand(), default_config())
+    shares = queue_shares(state_with_demand(), load_policy("volcano-default"))
     assert shares["a"].deserved[GPU] == 6000 and shares["b"].deserved[GPU] == 2000  # 8 GPUs 3:1, in milli-GPUs
     assert shares["a"].allocated == {GPU: 2000, "pods": 2} and shares["b"].allocated == {}
     assert shares["a"].requested[GPU] == 8000 and shares["b"].requested[GPU] == 8000
@@ -44,7 +45,7 @@ def test_proportion_splits_the_cluster_by_weight_among_queues_that_ask() -> None
 def test_a_queue_deserves_what_it_asks_when_everything_fits() -> None:
     state = state_with_demand()
     state.set_nodes([make_node(f"n{i}", resources={"cpu": "64", "memory": "256Gi", GPU: "8"}) for i in range(2)])
-    shares = queue_shares(state, default_config())
+    shares = queue_shares(state, load_policy("volcano-default"))
     assert shares["a"].deserved[GPU] == 8000 and shares["b"].deserved[GPU] == 8000
 
 

@@ -1,5 +1,5 @@
-"""A small, busy replay's whole report, pinned byte for byte under the default configuration and every
-shipped policy: speed work on the simulator, controller and scheduler must not change what they decide.
+"""A small, busy replay's whole report, pinned byte for byte under every shipped policy and the
+built-in configuration before caldera-default (Volcano's shape with preempt and reclaim): speed work on the simulator, controller and scheduler must not change what they decide.
 
 The workload is drawn with a fixed seed: 100 gangs of 1 to 16 one-GPU pods in three queues of
 different weights, arriving over three hours on 8 nodes × 8 GPUs (busy enough for queueing,
@@ -19,7 +19,7 @@ import random
 import pytest
 
 from caldera.core import objects as o
-from caldera.scheduler.config import default_config
+from caldera.scheduler.config import default_config, volcano_shape_config
 from caldera.scheduler.policies import POLICIES, load_policy
 from caldera.scheduler.scheduler import Scheduler
 from caldera.sim.engine import Simulation
@@ -29,10 +29,10 @@ from caldera.sim.traces import gang_job
 from caldera.testing.builders import make_node
 
 SEED = 12
-DEFAULT = "default-config"  # the scheduler's built-in configuration (scheduler/config.py)
+VOLCANO_SHAPE = "volcano-shape"  # scheduler/config.py VOLCANO_SHAPE_CONFIG, the built-in one until caldera-default
 
 PINNED = {
-    "default-config": "e8e5b6681563b8dcfe3f427cdd59eb8e3abdf126eb681a85e87f868d568de792",
+    "volcano-shape": "e8e5b6681563b8dcfe3f427cdd59eb8e3abdf126eb681a85e87f868d568de792",
     "fifo-nogang": "e9188879d9eaf2284373b6d2584169405637531cfdba0d2ba877520661cf77e4",
     "kube-default": "e9188879d9eaf2284373b6d2584169405637531cfdba0d2ba877520661cf77e4",
     "gang-fifo-backfill": "e0fec912732b571ae5eb482f45e2fadf2d1387bd6a0e8496497741fb0c93b725",
@@ -68,7 +68,7 @@ def inputs() -> tuple[Cluster, Workload]:
 
 def digest(policy: str) -> str:
     cluster, workload = inputs()
-    config = default_config() if policy == DEFAULT else load_policy(policy)
+    config = volcano_shape_config() if policy == VOLCANO_SHAPE else load_policy(policy)
     sim = Simulation(cluster, workload, Scheduler(config))
     sim.run()
     text = json.dumps(build(sim), sort_keys=True)
@@ -76,7 +76,12 @@ def digest(policy: str) -> str:
 
 
 def test_every_shipped_policy_is_pinned() -> None:
-    assert set(PINNED) == {DEFAULT, *POLICIES}
+    assert set(PINNED) == {VOLCANO_SHAPE, *POLICIES}
+
+
+def test_the_built_in_configuration_is_caldera_default() -> None:
+    # so caldera-default's digest is also the built-in configuration's
+    assert default_config() == load_policy("caldera-default")
 
 
 @pytest.mark.parametrize("policy", list(PINNED))

@@ -21,6 +21,7 @@ from caldera.backends.kube.kubeconfig import KubeConfig, in_cluster, load_kubeco
 from caldera.backends.kube.lease import LeaseTimes
 from caldera.cli.verb import Verb, fail  # not cli.common: its imports would slow the start-up
 from caldera.core.errors import CalderaError
+from caldera.scheduler.config import DEFAULT_POLICY
 from caldera.scheduler.policies import RUNNABLE, chosen_config
 from caldera.system.kubernetes import STARTED, KubeController, LeaderLost, Settings
 
@@ -61,7 +62,11 @@ def _config(kubeconfig: str | None, context: str | None) -> KubeConfig:
 @click.option(
     "--id", "identity", default="", help="this replica's name in the Lease (default: $POD_NAME, else host and pid)"
 )
-@click.option("--policy", metavar="NAME", help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)}")
+@click.option(
+    "--policy",
+    metavar="NAME",
+    help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)} (default: {DEFAULT_POLICY})",
+)
 @click.option(
     "--scheduler-config",
     type=click.Path(dir_okay=False),

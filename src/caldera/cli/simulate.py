@@ -28,7 +28,7 @@ import click
 from caldera.cli.render import print_comparison, print_jobs, print_pods
 from caldera.cli.simulate_compare import compare
 from caldera.cli.simulate_options import costs_option, inputs_from, warn_count, workload_options
-from caldera.scheduler.config import default_config, parse_config
+from caldera.scheduler.config import DEFAULT_POLICY, default_config, parse_config
 from caldera.sim.compare import TimedScheduler, job_accounting, load_policy, measure
 from caldera.sim.costs import Costs
 from caldera.sim.engine import Simulation
@@ -43,7 +43,9 @@ TIMELINE_MAX_JOBS = 200  # above this a per-job table is a wall of text: the sum
 @workload_options
 @costs_option
 @click.option("--scheduler-config", "config_path", type=click.Path(dir_okay=False), help="Volcano scheduler conf")
-@click.option("--policy", "policy", help="a shipped policy by name (instead of --scheduler-config)")
+@click.option(
+    "--policy", "policy", help=f"a shipped policy by name (instead of --scheduler-config; default: {DEFAULT_POLICY})"
+)
 @click.option("-o", "--output", type=click.Choice(["json", "table"]), default="table", show_default=True)
 @click.option("--pods", "pods", is_flag=True, help="also list every pod attempt and event (tables)")
 @click.pass_context
@@ -84,7 +86,7 @@ def simulate(
             click.echo(json.dumps(report, sort_keys=False))
             warn_count(inputs)
             return
-        label = policy or (config_path or "caldera default config")
+        label = policy or config_path or DEFAULT_POLICY
         run = measure(label, collect(sim), inputs, job_accounting(sim), scheduler.cycles, scheduler.cpu_seconds, wall)
         headers, rows = table([run])
         title = f"{inputs.trace_words}: {inputs.sample_words}, on {inputs.cluster_words}; {costs.words()}"

@@ -20,6 +20,7 @@ from caldera.client import Client, read_daemon, read_token, running_daemon
 from caldera.client.home import LOG_FILE
 from caldera.core.errors import CalderaError
 from caldera.core.nodelabels import node_labels_flag, node_taints_flag
+from caldera.scheduler.config import DEFAULT_POLICY
 from caldera.scheduler.policies import RUNNABLE, chosen_config
 from caldera.system.api import JSON
 from caldera.utils.clock import Clock
@@ -67,7 +68,11 @@ def _checked(
     callback=_checked(node_taints_flag),
     help="taints of every node, or of NODE (repeatable); jobs need --toleration to run there",
 )
-@click.option("--policy", metavar="NAME", help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)}")
+@click.option(
+    "--policy",
+    metavar="NAME",
+    help=f"the scheduler's policy, a shipped one: {', '.join(RUNNABLE)} (default: {DEFAULT_POLICY})",
+)
 @click.option(
     "--scheduler-config",
     type=click.Path(dir_okay=False),

@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--node-taints", action="append", default=[], help="[NODE:]K[=V]:EFFECT[,...]: taints of every node, or one"
     )
-    p.add_argument("--policy", help="the scheduler's policy: a shipped one by name (default: the built-in one)")
+    p.add_argument("--policy", help="the scheduler's policy: a shipped one by name (default: caldera-default)")
     p.add_argument("--scheduler-config", help="the scheduler's configuration: a YAML file in Volcano's format")
     return p
 
