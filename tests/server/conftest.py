@@ -12,7 +12,7 @@ import pytest
 from caldera.server import create_app
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import AUTH, TOKEN, LiveServer, serve
+from .helpers import AUTH, HTTP_TIMEOUT, TOKEN, LiveServer, serve
 
 
 class Swappable:
@@ -46,11 +46,11 @@ def live(fake: FakeCluster, shared: tuple[Swappable, LiveServer]) -> LiveServer:
 
 @pytest.fixture
 def api(live: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live.url, headers=AUTH, timeout=10) as client:
+    with httpx.Client(base_url=live.url, headers=AUTH, timeout=HTTP_TIMEOUT) as client:
         yield client
 
 
 @pytest.fixture
 def anonymous(live: LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live.url, timeout=10) as client:
+    with httpx.Client(base_url=live.url, timeout=HTTP_TIMEOUT) as client:
         yield client

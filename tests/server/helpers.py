@@ -12,6 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 
 TOKEN = "s3cret-token"
+# What a test waits for one answer: generous, for a loaded 2-core machine (httpx alone waits 5 s).
+HTTP_TIMEOUT = 60.0
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JOBS = "/apis/batch.volcano.sh/v1alpha1"
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"

@@ -8,7 +8,7 @@ import pytest
 from caldera.server import create_app
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import JOBS, QUEUES, TOKEN, LiveServer, job_manifest
+from .helpers import HTTP_TIMEOUT, JOBS, QUEUES, TOKEN, LiveServer, job_manifest
 
 ROUTES = [
     pytest.param("GET", "/openapi.json", id="openapi"),
@@ -64,9 +64,9 @@ def test_refused_without_the_right_token(
 
 def test_refused_over_real_http(live: LiveServer) -> None:
     for headers in ({}, {"Authorization": "Bearer nope"}):
-        r = httpx.get(f"{live.url}/openapi.json", headers=headers)
+        r = httpx.get(f"{live.url}/openapi.json", headers=headers, timeout=HTTP_TIMEOUT)
         assert r.status_code == 401 and r.json()["error"] == "not authorised: wrong or missing token"
-    ok = httpx.get(f"{live.url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    ok = httpx.get(f"{live.url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=HTTP_TIMEOUT)
     assert ok.status_code == 200 and f"{JOBS}/namespaces/{{namespace}}/jobs" in ok.json()["paths"]
 
 

@@ -16,12 +16,12 @@ from caldera.server import home as server_home
 from caldera.system.api import ClusterAPI, Conflict, NotFound
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import TOKEN, LiveServer, job_manifest, queue_manifest
+from .helpers import HTTP_TIMEOUT, TOKEN, LiveServer, job_manifest, queue_manifest
 
 
 @pytest.fixture
 def client(live: LiveServer) -> Iterator[Client]:
-    with Client(live.url, TOKEN, timeout=10) as c:
+    with Client(live.url, TOKEN, timeout=HTTP_TIMEOUT) as c:
         yield c
 
 

@@ -15,7 +15,7 @@ from caldera.server.dashboard import STATIC
 from caldera.testing.fake_cluster import FakeCluster
 from caldera.utils.clock import ManualClock
 
-from .helpers import AUTH, JOBS, TOKEN, LiveServer, job_manifest
+from .helpers import AUTH, HTTP_TIMEOUT, JOBS, TOKEN, LiveServer, job_manifest
 
 PAGES = ["/", "/jobs", "/jobs/default/train", "/nodes", "/timeline", "/docs"]
 
@@ -23,7 +23,7 @@ PAGES = ["/", "/jobs", "/jobs/default/train", "/nodes", "/timeline", "/docs"]
 @pytest.fixture
 def browser(live: LiveServer) -> Iterator[httpx.Client]:
     """A client that keeps cookies and does not follow redirects (each step is checked)."""
-    with httpx.Client(base_url=live.url, timeout=10, follow_redirects=False) as client:
+    with httpx.Client(base_url=live.url, timeout=HTTP_TIMEOUT, follow_redirects=False) as client:
         yield client
 
 
@@ -126,7 +126,10 @@ def test_a_mutating_request_needs_the_csrf_token(browser: httpx.Client, live: Li
 
 
 def test_the_csrf_token_of_another_session_does_not_do(live: LiveServer, fake: FakeCluster) -> None:
-    with httpx.Client(base_url=live.url, timeout=10) as one, httpx.Client(base_url=live.url, timeout=10) as two:
+    with (
+        httpx.Client(base_url=live.url, timeout=HTTP_TIMEOUT) as one,
+        httpx.Client(base_url=live.url, timeout=HTTP_TIMEOUT) as two,
+    ):
         for c in (one, two):
             log_in(c, live)
         other = csrf_of(two.get("/"))
@@ -147,10 +150,10 @@ def test_a_forged_or_foreign_cookie_is_no_session(browser: httpx.Client, live: L
 
 
 def test_a_bearer_token_works_as_before_and_never_in_a_url(live: LiveServer) -> None:
-    assert httpx.get(f"{live.url}/info", headers=AUTH).status_code == 200
+    assert httpx.get(f"{live.url}/info", headers=AUTH, timeout=HTTP_TIMEOUT).status_code == 200
     for query in (f"token={TOKEN}", f"access_token={TOKEN}", f"authorization=Bearer%20{TOKEN}"):
-        assert httpx.get(f"{live.url}/info?{query}").status_code == 401
-        assert httpx.get(f"{live.url}/?{query}", follow_redirects=False).status_code == 303
+        assert httpx.get(f"{live.url}/info?{query}", timeout=HTTP_TIMEOUT).status_code == 401
+        assert httpx.get(f"{live.url}/?{query}", follow_redirects=False, timeout=HTTP_TIMEOUT).status_code == 303
 
 
 def test_logging_out_needs_the_csrf_token_and_ends_the_session(browser: httpx.Client, live: LiveServer) -> None:

@@ -11,7 +11,7 @@ from caldera.core.errors import CalderaError
 from caldera.server import create_app
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import AUTH, JOBS, QUEUES, TOKEN, job_manifest, queue_manifest, serve
+from .helpers import AUTH, HTTP_TIMEOUT, JOBS, QUEUES, TOKEN, job_manifest, queue_manifest, serve
 
 
 class Conflict(CalderaError):
@@ -72,7 +72,10 @@ class Broken(FakeCluster):
 
 
 def test_unexpected_errors_are_500_in_one_line_and_logged(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
-    with serve(create_app(Broken(tmp_path), TOKEN)) as live, httpx.Client(base_url=live.url, headers=AUTH) as api:
+    with (
+        serve(create_app(Broken(tmp_path), TOKEN)) as live,
+        httpx.Client(base_url=live.url, headers=AUTH, timeout=HTTP_TIMEOUT) as api,
+    ):
         with caplog.at_level(logging.ERROR, logger="caldera.server"):
             r = api.get("/api/v1/nodes")
         assert r.status_code == 500
@@ -83,7 +86,10 @@ def test_unexpected_errors_are_500_in_one_line_and_logged(tmp_path, caplog: pyte
 
 
 def test_caldera_errors_map_by_class_name(tmp_path) -> None:
-    with serve(create_app(Broken(tmp_path), TOKEN)) as live, httpx.Client(base_url=live.url, headers=AUTH) as api:
+    with (
+        serve(create_app(Broken(tmp_path), TOKEN)) as live,
+        httpx.Client(base_url=live.url, headers=AUTH, timeout=HTTP_TIMEOUT) as api,
+    ):
         r = api.get(QUEUES)
         assert r.status_code == 409 and r.json() == {"error": "queue store was modified", "reason": "Conflict"}
         r = api.get("/info")

@@ -24,7 +24,7 @@ from caldera.server.firstview import (
 )
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import AUTH, TOKEN, LiveServer, job_manifest
+from .helpers import AUTH, HTTP_TIMEOUT, TOKEN, LiveServer, job_manifest
 
 BLOCK = re.compile(rf'<script type="application/json" id="{ELEMENT_ID}">(.*?)</script>', re.DOTALL)
 
@@ -32,7 +32,7 @@ BLOCK = re.compile(rf'<script type="application/json" id="{ELEMENT_ID}">(.*?)</s
 @pytest.fixture
 def browser(live: LiveServer) -> Iterator[httpx.Client]:
     """A logged-in browser (the session cookie kept)."""
-    with httpx.Client(base_url=live.url, timeout=10, follow_redirects=False) as client:
+    with httpx.Client(base_url=live.url, timeout=HTTP_TIMEOUT, follow_redirects=False) as client:
         r = client.post("/login", data={"token": TOKEN, "next": "/"}, headers={"Origin": live.url})
         assert r.status_code == 303
         yield client
@@ -66,7 +66,7 @@ def test_a_page_carries_what_its_api_request_answers(
     fake.set_pod("default", "train-master-0", node="node-0", phase="Running")
     fake.add_event("default", "train", "JobPhase", "Running", "started")
     inlined = first_data(browser.get(page))
-    answer = httpx.get(f"{live.url}{api}", headers=AUTH).json()
+    answer = httpx.get(f"{live.url}{api}", headers=AUTH, timeout=HTTP_TIMEOUT).json()
     assert inlined is not None and without_time(inlined) == without_time(answer)
 
 
@@ -86,7 +86,7 @@ def test_a_missing_job_page_has_no_data_and_asks_the_api(browser: httpx.Client, 
 
 def test_no_session_no_data(live: LiveServer, fake: FakeCluster) -> None:
     fake.apply(job_manifest("secret-job-name"))
-    r = httpx.get(f"{live.url}/jobs", follow_redirects=True)
+    r = httpx.get(f"{live.url}/jobs", follow_redirects=True, timeout=HTTP_TIMEOUT)
     assert "secret-job-name" not in r.text and ELEMENT_ID not in r.text
 
 

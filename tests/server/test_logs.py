@@ -11,7 +11,7 @@ from caldera.server import create_app
 from caldera.server.logstream import tail_offset
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import AUTH, TOKEN, job_manifest, serve
+from .helpers import AUTH, HTTP_TIMEOUT, TOKEN, job_manifest, serve
 
 LOG = "/api/v1/namespaces/default/pods/train-master-0/log"
 
@@ -109,7 +109,10 @@ def test_a_follower_that_leaves_stops_its_stream(tmp_path: Path) -> None:
     fake.apply(job_manifest())
     fake.set_pod("default", "train-master-0", phase="Running")
     fake.write_log("default", "train-master-0", "step 1\n")
-    with serve(create_app(fake, TOKEN, log_poll=0.01)) as live, httpx.Client(base_url=live.url, headers=AUTH) as api:
+    with (
+        serve(create_app(fake, TOKEN, log_poll=0.01)) as live,
+        httpx.Client(base_url=live.url, headers=AUTH, timeout=HTTP_TIMEOUT) as api,
+    ):
         with api.stream("GET", LOG, params={"follow": "true"}) as r:
             assert next(r.iter_text()) == "step 1\n"
         # the pod still runs; the client is gone

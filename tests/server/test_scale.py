@@ -14,7 +14,7 @@ from caldera.system.api import NotFound
 from cli_verbs.fake_daemon import VerbsFake
 
 from .conftest import Swappable
-from .helpers import AUTH, JOBS, TOKEN, LiveServer, job_manifest
+from .helpers import AUTH, HTTP_TIMEOUT, JOBS, TOKEN, LiveServer, job_manifest
 
 SCALE = f"{JOBS}/namespaces/default/jobs/train/scale"
 
@@ -56,6 +56,6 @@ def test_scale_errors_come_back_as_they_were_raised(client: Client, fake: VerbsF
     [pytest.param({}, id="no-replicas"), pytest.param({"replicas": "many"}, id="not-a-number")],
 )
 def test_a_bad_body_is_422(shared: tuple[Swappable, LiveServer], fake: VerbsFake, body: dict[str, object]) -> None:
-    with httpx.Client(base_url=shared[1].url, headers=AUTH, timeout=10) as http:
+    with httpx.Client(base_url=shared[1].url, headers=AUTH, timeout=HTTP_TIMEOUT) as http:
         r = http.post(SCALE, json=body)
     assert r.status_code == 422 and "replicas" in r.json()["error"]

@@ -12,7 +12,7 @@ from caldera.server import create_app
 from caldera.system.api import JSON, AppliesLater, Conflict
 from caldera.testing.fake_cluster import FakeCluster
 
-from .helpers import AUTH, JOBS, TOKEN, job_manifest, serve
+from .helpers import AUTH, HTTP_TIMEOUT, JOBS, TOKEN, job_manifest, serve
 
 
 class LaterCluster(FakeCluster):
@@ -47,7 +47,10 @@ class LaterCluster(FakeCluster):
 def test_a_submission_is_awaited_and_a_conflict_tried_again_the_waiting_way(tmp_path: Path) -> None:
     cluster = LaterCluster(tmp_path / "pods", busy={"held"})
     assert isinstance(cluster, AppliesLater)
-    with serve(create_app(cluster, TOKEN)) as live, httpx.Client(base_url=live.url, headers=AUTH) as api:
+    with (
+        serve(create_app(cluster, TOKEN)) as live,
+        httpx.Client(base_url=live.url, headers=AUTH, timeout=HTTP_TIMEOUT) as api,
+    ):
         r = api.post(f"{JOBS}/namespaces/default/jobs", json=job_manifest("quick"), params={"submitDir": "/src"})
         assert r.status_code == 201, r.text
         assert r.json()["metadata"]["name"] == "quick" and cluster.submit_dirs[("default", "quick")] == "/src"

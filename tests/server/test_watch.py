@@ -59,7 +59,7 @@ def phase_of(event: dict[str, Any]) -> str:
 
 def test_a_job_watched_from_now_on(client: Client, cluster: EmbeddedCluster) -> None:
     cluster.apply(job("before", ["sh", "-c", "echo early"]))
-    wait_until(lambda: cluster.store.get("Job", "default", "before"), timeout=10, what="the job to be stored")
+    wait_until(lambda: cluster.store.get("Job", "default", "before"), timeout=60, what="the job to be stored")
     events = client.watch(("Job",), "default")
     first = next(events)
     assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "before"
@@ -82,7 +82,7 @@ def test_a_job_watched_from_now_on(client: Client, cluster: EmbeddedCluster) -> 
 def test_from_a_version_only_what_came_after_then_the_delete(client: Client, cluster: EmbeddedCluster) -> None:
     cluster.apply(job("old", ["sh", "-c", "echo old"]))
     # The call returns once the loop decided; the store has it at the end of that turn.
-    wait_until(lambda: cluster.store.get("Pod", "default", "old-worker-0"), timeout=10, what="the pod to be stored")
+    wait_until(lambda: cluster.store.get("Pod", "default", "old-worker-0"), timeout=60, what="the pod to be stored")
     snapshot = client.changes(("Job", "Pod"))
     version = int(snapshot["resourceVersion"])
     assert {e["object"]["kind"] for e in snapshot["events"]} == {"Job", "Pod"}
