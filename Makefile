@@ -16,13 +16,16 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # The pods' shim in C (src/caldera/backends/shim.c) into the venv, static where the C library allows (its
-# exec is then ~1 ms cheaper); without a C compiler pods run shim.py, the same at ~50 ms more CPU per pod.
+# exec is then ~1 ms cheaper), with the SHA-256 of the source it was built from beside it (backends/spawn.py
+# uses the binary only for that source); without a C compiler pods run shim.py, the same at ~50 ms more CPU per pod.
 CC ?= cc
 shim: $(BIN)/caldera-shim
 $(BIN)/caldera-shim: src/caldera/backends/shim.c
 	@mkdir -p $(BIN)
+	@rm -f $@ $@.sha256
 	@$(CC) -O2 -Wall -Wextra -static -o $@ $< 2>/dev/null || $(CC) -O2 -Wall -Wextra -o $@ $< \
 	|| echo "no C shim built ($(CC) failed): pods run shim.py"
+	@test ! -x $@ || sha256sum $< | cut -d' ' -f1 > $@.sha256
 
 # An etcd server binary for elastic jobs (`caldera up`) and the launcher's tests: Debian's
 # etcd-server when we may install it (root with apt-get; `apt-get update` only if the first try

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import logging
 import os
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 from caldera.backends import shim
 
 NATIVE_SHIM = Path(sys.executable).parent / "caldera-shim"  # shim.c, built by `make` into the venv
+NATIVE_SHIM_SOURCE = NATIVE_SHIM.with_name("caldera-shim.sha256")  # the SHA-256 of the shim.c it was built from
 SHIM_VAR = "CALDERA_SHIM"  # "python": run shim.py even where the C shim is built (tests of both)
 _log = logging.getLogger(__name__)
 
@@ -40,14 +42,22 @@ _SIGSET = 128  # sizeof(sigset_t) on Linux
 
 def shim_command() -> list[str]:
     """How a pod's shim is run: the C shim (`shim.c`) where it was built from the current source, else
-    shim.py (same behaviour, ~60 ms more CPU per start); $CALDERA_SHIM=python asks for shim.py."""
+    shim.py (same behaviour, ~60 ms more CPU per start); $CALDERA_SHIM=python asks for shim.py.
+
+    "The current source" is by content: `make` writes the SHA-256 of the shim.c it built beside the
+    binary (NATIVE_SHIM_SOURCE), so a fresh clone of the same source, newer by its time stamps, uses it."""
     python = [sys.executable, "-I", "-S", shim.__file__]
     if os.environ.get(SHIM_VAR) == "python" or not os.access(NATIVE_SHIM, os.X_OK):
         return python
     source = Path(shim.__file__).with_suffix(".c")
     with contextlib.suppress(OSError):  # an install without the source: the binary is what was built
-        if source.stat().st_mtime > NATIVE_SHIM.stat().st_mtime:
-            _log.warning("%s is older than %s (run make): pods use shim.py", NATIVE_SHIM, source)
+        current = hashlib.sha256(source.read_bytes()).hexdigest()
+        try:
+            built = NATIVE_SHIM_SOURCE.read_text().strip()
+        except OSError:
+            built = ""
+        if built != current:
+            _log.warning("%s was not built from this %s (run make): pods use shim.py", NATIVE_SHIM, source)
             return python
     return [str(NATIVE_SHIM)]
 
