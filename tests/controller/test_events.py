@@ -179,3 +179,24 @@ def test_new_pods_raise_pod_pending_or_task_failed_in_one_pass() -> None:
     pods[0].status.restart_count = 2
     assert [r.event for r in requests_for_new_pods(job, pods, new)] == ["TaskFailed", "TaskFailed"]
     assert [r.pod for r in requests_for_new_pods(job, pods, new)] == ["job-worker-1", "job-worker-2"]
+
+
+@pytest.mark.parametrize("max_retry", [-1, 0, 2, 3])
+@pytest.mark.parametrize("old", [None, POD_PENDING, POD_RUNNING, POD_SUCCEEDED])
+def test_started_pod_request_agrees_with_the_pod_handler(max_retry: int, old: str | None) -> None:
+    """`request_for_started_pod`, given the job's live restarts once, raises what `requests_for_pod_change` does."""
+    from caldera.controller import live_restarts, request_for_started_pod
+
+    job = make_job(tasks=[make_task(replicas=4, max_retry=max_retry), make_task(name="ps", replicas=1)], version=1)
+    phases = [POD_RUNNING, POD_PENDING, POD_SUCCEEDED, POD_RUNNING]
+    pods = [make_pod_of(job, index=i, phase=p) for i, p in enumerate(phases)]
+    pods.append(make_pod_of(job, task="ps", index=0, phase=POD_RUNNING))
+    for restarts in ((0, 0, 0, 0, 5), (1, 0, 4, 0, 0), (1, 1, 0, 0, 0), (2, 1, 0, 0, 0)):
+        for pod, n in zip(pods, restarts, strict=True):
+            pod.status.restart_count = n
+        counted = live_restarts(pods)
+        for pod in pods:
+            if pod.status.phase not in (POD_RUNNING, POD_PENDING):
+                continue
+            (want,) = requests_for_pod_change(job, pods, old, pod, deleted=False)
+            assert request_for_started_pod(job, counted, old, pod) == want

@@ -23,13 +23,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
 from rich.console import Console
 
 from caldera.cli.output import TextTable
+from caldera.cli.verb import Verb as Verb  # re-exported: the verbs import them from here
+from caldera.cli.verb import fail as fail
 from caldera.client import connect, home_dir
 from caldera.core.errors import CalderaError
 from caldera.core.selector import Selector, parse_selector
@@ -113,25 +115,10 @@ def clock(ctx: click.Context) -> Clock:
 # ---------------------------------------------------------------- commands and errors
 
 
-class Verb(click.Command):
-    """A command whose CalderaErrors end as one line on stderr and exit code 2."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except CalderaError as e:
-            fail(ctx, str(e), 2)
-
-
 class VerbGroup(click.Group):
     """A group of Verbs (`caldera queue ...`, `caldera top ...`)."""
 
     command_class = Verb
-
-
-def fail(ctx: click.Context, message: str, code: int = 2) -> NoReturn:
-    click.echo(f"caldera: error: {message}", err=True)
-    ctx.exit(code)
 
 
 def namespace_option(f: F) -> F:

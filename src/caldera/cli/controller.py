@@ -19,11 +19,11 @@ import click
 from caldera.backends.kube.client import KubeClient
 from caldera.backends.kube.kubeconfig import KubeConfig, in_cluster, load_kubeconfig
 from caldera.backends.kube.lease import LeaseTimes
-from caldera.cli.common import Verb, fail
+from caldera.cli.verb import Verb, fail  # not cli.common: its imports would slow the start-up
 from caldera.core.errors import CalderaError
 from caldera.scheduler.config import DEFAULT_POLICY
 from caldera.scheduler.policies import RUNNABLE, chosen_config
-from caldera.system.kubernetes import KubeController, LeaderLost, Settings
+from caldera.system.kubernetes import STARTED, KubeController, LeaderLost, Settings
 
 
 def _config(kubeconfig: str | None, context: str | None) -> KubeConfig:
@@ -93,6 +93,7 @@ def controller(
         level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logging.getLogger("caldera.kube").info(STARTED)  # its time: the process's start-up (imports)
     try:  # refused before anything connects
         scheduler = chosen_config(policy, scheduler_config)
     except CalderaError as e:

@@ -40,6 +40,8 @@ from caldera.controller.events import (
     Request,
     Target,
     command,
+    live_restarts,
+    request_for_started_pod,
     requests_for_new_pods,
     requests_for_pod_change,
     requests_for_podgroup_change,
@@ -50,7 +52,7 @@ from caldera.controller.events import (
 )
 from caldera.controller.pods import make_pod, make_podgroup, min_resources, pod_name, podgroup_name, ttl_expired
 from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, resolve
-from caldera.controller.state import TRANSITIONS, Edge, Plan, Step, action_class, edge_for, execute
+from caldera.controller.state import TRANSITIONS, Edge, Plan, Step, action_class, edge_for, execute, resync_is_idle
 from caldera.controller.status import PodCounts, build_status, job_status_counts
 from caldera.controller.ttl import TtlQueue
 
@@ -101,15 +103,18 @@ __all__ = [
     "edge_for",
     "execute",
     "job_status_counts",
+    "live_restarts",
     "make_pod",
     "make_podgroup",
     "min_resources",
     "pod_name",
     "podgroup_name",
+    "request_for_started_pod",
     "requests_for_new_pods",
     "requests_for_pod_change",
     "requests_for_podgroup_change",
     "resolve",
+    "resync_is_idle",
     "scope_of",
     "target_for",
     "task_failed",

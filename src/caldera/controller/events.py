@@ -9,7 +9,7 @@ pod change it names exactly the event Volcano's handler would emit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -242,6 +242,7 @@ def requests_for_pod_change(
 
 
 _RESTARTS = attrgetter("status.restart_count")
+_LIVE = (POD_RUNNING, POD_PENDING)
 
 
 def _restarts_reach_limit(job: Job, pods: Sequence[Pod], pod: Pod) -> bool:
@@ -260,16 +261,23 @@ def _restarts_reach_limit(job: Job, pods: Sequence[Pod], pod: Pod) -> bool:
     return others + pod.status.restart_count >= limit  # the task has a live pod: `pod`
 
 
+def live_restarts(pods: Iterable[Pod]) -> dict[str, int]:
+    """Per task, the container restarts of its live (Pending or Running) pods among `pods`: what
+    `task_failed` compares with the task's limit, for every task in one pass."""
+    restarts: dict[str, int] = {}
+    for p in pods:
+        if p.status.phase in _LIVE:
+            restarts[p.task] = restarts.get(p.task, 0) + p.status.restart_count
+    return restarts
+
+
 def requests_for_new_pods(job: Job, pods: Sequence[Pod], new: Sequence[Pod]) -> list[Request]:
     """What Volcano's handler raises for each of `new`, pods just added to `pods` (which holds them).
 
     The same as `requests_for_pod_change` with no old phase for each new pod (PodPending,
     or TaskFailed when the task's live pods already used its restarts), computed in one
     pass over `pods` rather than one per new pod: a gang of n pods is created in O(n)."""
-    restarts: dict[str, int] = {}
-    for p in pods:
-        if p.status.phase in (POD_RUNNING, POD_PENDING):
-            restarts[p.task] = restarts.get(p.task, 0) + p.status.restart_count
+    restarts = live_restarts(pods)
     out: list[Request] = []
     for pod in new:
         limit = task_restart_limit(job, pod.task)
@@ -277,6 +285,25 @@ def requests_for_new_pods(job: Job, pods: Sequence[Pod], new: Sequence[Pod]) -> 
         event = TASK_FAILED_EVENT if failed else POD_PENDING_EVENT
         out.append(Request(event=event, task=pod.task, pod=pod.name, job_version=_job_version(pod)))
     return out
+
+
+def request_for_started_pod(job: Job, restarts: Mapping[str, int], old_phase: str | None, pod: Pod) -> Request:
+    """`requests_for_pod_change` for `pod`, live (Pending or Running) and not deleted, given `live_restarts` of the
+    job's pods as they are now (`pod` among them): its one request without a pass over the job's pods, so
+    that a gang of n pods bound in one cycle costs O(n), not O(n²)."""
+    limit = task_restart_limit(job, pod.task)
+    if limit is not None and restarts.get(pod.task, 0) >= limit:
+        event = TASK_FAILED_EVENT
+    else:
+        phase = pod.status.phase
+        event = (
+            OUT_OF_SYNC_EVENT
+            if old_phase == phase
+            else POD_PENDING_EVENT
+            if phase == POD_PENDING
+            else POD_RUNNING_EVENT
+        )
+    return Request(event=event, task=pod.task, pod=pod.name, job_version=_job_version(pod))
 
 
 def requests_for_podgroup_change(old_phase: str, new_phase: str) -> list[Request]:

@@ -418,3 +418,23 @@ def execute(job: Job, pods: Sequence[Pod], action: str, target: Target, now: flo
         delete_podgroup=whole_job_kill,
         sync_podgroup=do == SYNC and not whole_job_kill,
     )
+
+
+def resync_is_idle(job: Job, plan: Plan) -> bool:
+    """Whether a SyncJob run right after `plan` (its status on `job`, the pods and the PodGroup unchanged)
+    would plan nothing: the same phase, status, no pod deleted or created.
+
+    `plan` must be a sync that neither deleted nor created a pod: the re-sync's `_sync` then finds the
+    same pods to delete and create (none: it depends only on the spec, the pods and the PodGroup's
+    phase), so the same counts, and only the new phase's check could move the job on. What a phase
+    change asks for (Volcano's job handler re-syncs the job) is then known to be idle without running it."""
+    if plan.kill or plan.create or not plan.sync_podgroup:
+        return False
+    phase = plan.status.phase
+    edge = edge_for(phase, SYNC_JOB)
+    if edge.do != SYNC or edge.to is not None or edge.retry or edge.check is None:
+        return False
+    step = edge.check(job.spec, plan.counts, plan.status.retry_count)
+    if step is not None and step.phase != phase:
+        return False
+    return not (phase == RUNNING and _elastic_finished(job, plan.counts))

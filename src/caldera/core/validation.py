@@ -128,13 +128,14 @@ BUILTIN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-cr
 
 
 def validate_job_admission(
-    job: Job, queues: Mapping[str, Queue], priority_classes: Collection[str] | None = None
+    job: Job, queues: Mapping[str, Queue], priority_classes: Collection[str] | None = None, *, valid: bool = False
 ) -> list[FieldError]:
     """`validate_job` plus the rules against the cluster's queues and, when given, its PriorityClasses, by name.
 
     A class that does not exist is refused, as Kubernetes' Priority admission refuses such
-    a pod (and Arena checks before it submits): the job could never start."""
-    errors = validate_job(job)
+    a pod (and Arena checks before it submits): the job could never start. `valid`: the job passed
+    `validate_job` already, as it is (a manifest reader's): only the rules against the cluster are checked."""
+    errors = [] if valid else validate_job(job)
     if priority_classes is not None:
         errors += priority_class_errors(job, priority_classes)
     name = job.spec.queue

@@ -200,7 +200,7 @@ class Simulation:
             job.spec,
         )
         try:
-            self.plane.submit(job)
+            self.plane.submit(job, valid=arrival.valid)
         except ValidationError as e:
             self.rejected.append((arrival, e.one_line()))
             return

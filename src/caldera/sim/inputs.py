@@ -50,6 +50,7 @@ class JobArrival:
     durations: Mapping[str, float | None] = field(default_factory=dict)  # per task, overrides duration
     exit_code: int = 0
     exit_codes: Mapping[str, int] = field(default_factory=dict)
+    valid: bool = False  # `job` passed `validate_job` as it is (read from a manifest): admission checks the rest
 
     def run_of(self, task: str) -> tuple[float | None, int]:
         """How long a pod of `task` runs and the exit code it ends with."""
@@ -235,6 +236,7 @@ def _arrival(r: FieldReader, raw: object, path: str) -> JobArrival | None:
         durations=durations,
         exit_code=r.integer(spec, "exitCode", path) or 0,
         exit_codes=codes,
+        valid=True,
     )
 
 

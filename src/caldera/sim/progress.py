@@ -300,9 +300,10 @@ class Progress:
             job.up_since = now  # the same speed, no start-up: the pods that were up went on training
         else:
             costs = self.costs
-            resumes = any(s.done > 0 for s in running)
+            resumes = costs.resume != 0.0 and any(s.done > 0 for s in running)
             job.up_since = now + costs.start_latency + (costs.resume if resumes else 0.0)
-            job.speed = costs.speed(job.up_gpus, len({s.node for s in running}))
+            # Without a spread cost the speed is 1 wherever the pods run: their nodes need not be counted.
+            job.speed = costs.speed(job.up_gpus, len({s.node for s in running})) if costs.spread > 0 else 1.0
         out: list[tuple[str, float]] = []
         for key, slot in job.slots.items():
             if slot.running and not (same_instant and slot.end is not None):

@@ -117,10 +117,18 @@ class ControlPlane(JobReconciler):
         self.priority_classes[pc.name] = pc
         self.state.set_priority_classes(self.priority_classes.values())
 
-    def submit(self, job: o.Job) -> None:
-        """Admit a job (Volcano's webhooks: defaults, then validation) and start reconciling it; ValidationError if refused."""
+    def submit(self, job: o.Job, *, valid: bool = False) -> None:
+        """Admit a job (Volcano's webhooks: defaults, then validation) and start reconciling it; ValidationError if refused.
+
+        `valid`: the job passed `validate_job` as it is (a manifest reader validated it): unless the defaults
+        change it, only the rules against the cluster (queue, PriorityClasses) are checked again."""
+        tasks, annotations = job.spec.tasks, len(job.metadata.annotations)
         with_elastic_defaults(job)
-        errors = validate_job_admission(job, self.queues, self.priority_classes)
+        if valid:  # defaults that changed the job are validated with it
+            valid = annotations == len(job.metadata.annotations) and all(
+                a is b for a, b in zip(tasks, job.spec.tasks, strict=True)
+            )
+        errors = validate_job_admission(job, self.queues, self.priority_classes, valid=valid)
         if errors:
             raise ValidationError(errors, f"job {job.name}")
         if job.key in self.jobs:

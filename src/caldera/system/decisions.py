@@ -42,16 +42,23 @@ def apply_cycle(plane: ControlPlane, result: CycleResult) -> None:
     for ev in result.evictions:
         if ev.pod in plane.pods:
             plane.evict(ev.pod, ev.reason, ev.message, kind=EVICTION_KINDS.get(ev.reason, "Evict"))
+    # A gang's pods are bound one after the other: the restarts of its live pods, which each pod's request
+    # is checked against, are counted once for the run of binds of one job (binding keeps a pod live).
+    now = plane.clock.now()
+    run_of, restarts = "", None
     for bind in result.binds:
         pod = plane.pods.get(bind.pod)
         if pod is None or pod.node_name or pod.deletion_timestamp is not None:
             continue
+        job_key = pod.job_key
+        if job_key != run_of:
+            run_of, restarts = job_key, None
         pod.node_name = bind.node
-        plane._touch(pod.job_key)
+        plane._touch(job_key)
         plane.record("Bind", pod.name, bind.node, namespace=pod.metadata.namespace)
-        plane.history.begin(pod, bind.node, plane.clock.now())
+        plane.history.begin(pod, bind.node, now)
         old = pod.status.phase
         pod.status.phase = o.POD_RUNNING
-        pod.status.start_time = plane.clock.now()
+        pod.status.start_time = now
         plane.executor.start(pod, plane.nodes[bind.node])
-        plane._pod_changed(pod, old)
+        restarts = plane._pod_started(pod, old, restarts)

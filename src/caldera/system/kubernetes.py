@@ -60,7 +60,10 @@ LEASE_NAME = "caldera-controller"
 # Kinds read once, at start (to rebuild): afterwards the leader is their only writer, and watching its own
 # writes come back would only cost parsing (a PodGroup's ADDED and MODIFIED events for every job).
 LISTED_ONLY = frozenset({"podgroups"})
-API_REQUESTS = "API requests sent:"  # logged at the end, with a JSON map of "VERB resource" → count
+API_REQUESTS = "API requests sent:"
+STARTED = "started"  # logged by `caldera controller` once its modules are imported
+LISTED = "listed"  # logged as each kind's first list is in: "listed jobs: 1000" (benchmarks/kube_startup.py)
+FIRST_WRITES = "first pods written"  # logged once, when the first turn's pods were sent  # logged at the end, with a JSON map of "VERB resource" → count
 
 
 class LeaderLost(CalderaError):
@@ -95,6 +98,7 @@ class KubeController:
         self.status_pool = ThreadPoolExecutor(max_workers=settings.status_workers, thread_name_prefix="caldera-status")
         self.group_pool = ThreadPoolExecutor(max_workers=settings.workers // 2, thread_name_prefix="caldera-groups")
         self.status = StatusWriter(kube, self.group_pool, self.status_pool)
+        self._turned = False  # a first turn was taken (logged once: its time is the start-up's end)
         self._writing = False  # the loop thread is placing and writing pods (a turn's settle-and-flush)
         # Events are paced while pods and statuses are being written: the API server binds first, tells after.
         self.recorder = EventRecorder(kube, settings.scheduler_name, self.identity, busy=self._busy)
@@ -136,6 +140,7 @@ class KubeController:
                     return
                 threading.Thread(target=self._renew, args=(stop,), name="lease renewal", daemon=True).start()
             self.leading.set()
+            log.info("leading")
             self._ensure_default_queue()
             for kind, (api, resource) in KINDS.items():
                 informer = Informer(
@@ -223,6 +228,11 @@ class KubeController:
             self._settle_and_write()
         finally:
             self._writing = False
+        if not self._turned:
+            self._turned = True
+            log.info(
+                "%s: %d jobs in the plane, %d still to admit", FIRST_WRITES, len(self.plane.jobs), len(self.jobs.new)
+            )
         self.events.flush(self._pod_uid, self._job_uid)
 
     def _busy(self) -> bool:
@@ -253,6 +263,7 @@ class KubeController:
     def _apply(self, kind: str, change: str, obj: JSON) -> None:
         if change == "SYNCED":
             self._unsynced.discard(kind)
+            log.info("%s %s: %d", LISTED, kind, len(self.api[kind]))
             return
         key = object_key(obj)
         store = self.api[kind]

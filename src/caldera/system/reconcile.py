@@ -25,11 +25,14 @@ from caldera.controller import (
     DelayedActions,
     Request,
     execute,
+    live_restarts,
     make_pod,
     make_podgroup,
+    request_for_started_pod,
     requests_for_new_pods,
     requests_for_pod_change,
     resolve,
+    resync_is_idle,
     target_for,
 )
 from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
@@ -39,6 +42,8 @@ from caldera.scheduler.state import OCCUPYING, ClusterState
 from caldera.system.backoff import RestartBackoff
 from caldera.system.executor import Executor
 from caldera.utils.clock import Clock
+
+LIVE_PHASES = (o.POD_PENDING, o.POD_RUNNING)  # a task's restarts are counted over its pods in these
 
 
 class JobReconciler:
@@ -122,12 +127,13 @@ class JobReconciler:
         old_phase = old.phase
         settled = (
             action == SYNC_JOB
-            and plan.status.phase == old_phase
             and plan.status.retry_count == old.retry_count
             and plan.status.version == old.version
             and not plan.kill
             and not plan.delete_podgroup
             and pg is not None
+            # A sync that moved the phase is re-synced (below); settled when that re-sync is known to be idle.
+            and (plan.status.phase == old_phase or resync_is_idle(job, plan))
         )
         job.status = plan.status
         self._touch(key)
@@ -154,23 +160,29 @@ class JobReconciler:
             self.state.set_podgroup(pg)
             self._dirty = True
         created: list[o.Pod] = []
+        job_pods = self.job_pods[key]
+        tasks: dict[str, tuple[o.TaskSpec, int]] = {}  # a task's spec and its pods' priority, once per plan
         for task_name, index in plan.create:
-            task = job.spec.task(task_name)
-            if task is None:
-                continue
-            priority = self.state.priority_of(task.template.spec.priority_class_name or job.spec.priority_class_name)
+            found = tasks.get(task_name)
+            if found is None:
+                spec = job.spec.task(task_name)
+                if spec is None:
+                    continue
+                class_name = spec.template.spec.priority_class_name or job.spec.priority_class_name
+                found = tasks[task_name] = (spec, self.state.priority_of(class_name))
+            task, priority = found
             pod = make_pod(job, task, index, priority, now)
             self._uid += 1
             pod.metadata.uid = f"{self._uid:08x}"
             self.pods[pod.key] = pod
-            self.job_pods[key][pod.name] = pod
+            job_pods[pod.name] = pod
             if pg is not None:
                 self.state.set_pod(pod, pg.key)
-            self._dirty = True
             created.append(pod)
         if created:
+            self._dirty = True
             # Volcano's pod handler raises PodPending for every pod added: what starts a PodPending timeout.
-            for req in requests_for_new_pods(job, list(self.job_pods[key].values()), created):
+            for req in requests_for_new_pods(job, list(job_pods.values()), created):
                 self._request(key, req)
         if action not in INTERNAL_ACTIONS:
             self.delayed.cancel_scope(key, action, target)
@@ -238,6 +250,24 @@ class JobReconciler:
         self.delayed.cancel_for_pod_phase(pod, pod.status.phase)
         for req in requests_for_pod_change(job, list(self.job_pods[key].values()), old_phase, pod, deleted=False):
             self._request(key, req)
+
+    def _pod_started(self, pod: o.Pod, old_phase: str, restarts: dict[str, int] | None) -> dict[str, int] | None:
+        """`_pod_changed` for a pod just bound and Running, given `live_restarts` of its job's pods from the
+        previous pod of the same job bound in this run (None: count them); returns them for the next."""
+        key = pod.job_key
+        self._touch(key)
+        self.state.set_pod(pod, self._pg_key(pod))
+        self._dirty = True
+        job = self.jobs.get(key)
+        if job is None:
+            return None
+        self.delayed.cancel_for_pod_phase(pod, pod.status.phase)
+        if restarts is None:
+            restarts = live_restarts(self.job_pods[key].values())
+        elif old_phase not in LIVE_PHASES:  # it just became live: its restarts count now
+            restarts[pod.task] = restarts.get(pod.task, 0) + pod.status.restart_count
+        self._request(key, request_for_started_pod(job, restarts, old_phase, pod))
+        return restarts
 
     def _pg_key(self, pod: o.Pod) -> str:
         pg = self.podgroups.get(f"{pod.metadata.namespace}/{pod.job}")
