@@ -11,9 +11,10 @@ that matters.
 
 `--crds caldera` installs caldera's own CRDs (`caldera kube manifests`: the same groups, versions and shapes,
 a 12 KB Job schema whose pod template is left free) instead of Volcano's (a 228 KB Job schema, every pod
-field spelled out): a Job status write costs what the API server spends on the whole Job's schema.
+field spelled out); `--crds free` caldera's with a Job schema that checks nothing
+(`x-kubernetes-preserve-unknown-fields`): the floor of what a Job write costs whatever its schema.
 
-    python benchmarks/kube_api_costs.py [--objects 300] [--crds volcano|caldera]
+    python benchmarks/kube_api_costs.py [--objects 300] [--crds volcano|caldera|free]
 """
 
 from __future__ import annotations
@@ -24,14 +25,34 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from caldera.backends.kube.client import JSON, resource_path
+from caldera.backends.kube.client import JSON, KubeError, resource_path
 from caldera.testing.kube import ControlPlane, install_volcano_crds, running_cluster
-from caldera.testing.kube.crds import install_caldera_crds
+from caldera.testing.kube.crds import CRDS, install_caldera_crds
 from kube_schedulers import NAMESPACE, PODS, VOLCANO_JOBS, plain_pod, volcano_job  # beside this file
 
 PODGROUPS = resource_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace=NAMESPACE)
 EVENTS = resource_path("v1", "events", namespace=NAMESPACE)
 STAMP = "2026-11-28T00:00:00Z"
+
+
+def install_free_job_crd(plane: ControlPlane) -> None:
+    """caldera's CRDs, then its Job CRD's schema replaced by one that checks nothing; returns once it is served."""
+    install_caldera_crds(plane)
+    path = f"{CRDS}/jobs.batch.volcano.sh"
+    crd = plane.kube.get(path)
+    for version in crd["spec"]["versions"]:
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+        version.pop("additionalPrinterColumns", None)
+    plane.kube.replace(path, crd)
+    probe = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "schema-probe"}}
+    for _ in range(600):  # a Job without tasks is refused until the new schema is served
+        try:
+            plane.kube.create(VOLCANO_JOBS, probe)
+            plane.kube.delete(f"{VOLCANO_JOBS}/schema-probe")
+            return
+        except KubeError:
+            threading.Event().wait(0.1)
+    raise SystemExit("the schema-free Job CRD was not served within 60 s")
 
 
 def api_cpu(plane: ControlPlane) -> float:
@@ -97,15 +118,22 @@ def event(i: int) -> JSON:
     }
 
 
+INSTALL: dict[str, Callable[[ControlPlane], object]] = {
+    "volcano": install_volcano_crds,
+    "caldera": install_caldera_crds,
+    "free": install_free_job_crd,
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=300)
-    parser.add_argument("--crds", choices=("volcano", "caldera"), default="volcano", help="whose CRDs (same API)")
+    parser.add_argument("--crds", choices=tuple(INSTALL), default="volcano", help="whose CRDs (same API)")
     args = parser.parse_args()
     n = args.objects
     with running_cluster(controller_manager=False, kwok=False) as plane, ThreadPoolExecutor(8) as pool:
-        (install_caldera_crds if args.crds == "caldera" else install_volcano_crds)(plane)
         plane.create_namespace(NAMESPACE)
+        INSTALL[args.crds](plane)
         kube = plane.kube
 
         def measure(what: str, write: Callable[[int], object], items: Iterable[int] = range(n)) -> None:

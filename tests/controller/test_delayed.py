@@ -154,3 +154,12 @@ def test_many_jobs_fire_in_time_order() -> None:
     fired = table.due(1000.0)
     assert [e.due for e in fired] == [float(t) for t in range(51, 100)]
     assert len(table) == 0
+
+
+def test_has_says_whether_a_job_has_a_timer_pending() -> None:
+    table = DelayedActions()
+    assert not table.has("default/job")
+    table.add("default/job", "AbortJob", 10.0, pod_target(), event="PodPending")
+    assert table.has("default/job") and not table.has("default/other")
+    assert [e.action for e in table.due(10.0)] == ["AbortJob"]
+    assert not table.has("default/job")

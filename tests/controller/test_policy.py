@@ -101,3 +101,23 @@ def test_zero_timeout_runs_at_once() -> None:
 def test_resolution_carries_the_target() -> None:
     res = resolve(SPEC, Request("PodFailed", task="worker", pod="job-worker-1", exit_code=137), 0)
     assert res.target == Target("pod", "worker", "job-worker-1")
+
+
+def test_a_job_without_policies_only_syncs() -> None:
+    """`only_syncs` (what lets the control plane skip resolution) holds exactly when `resolve` can only sync."""
+    from caldera.controller import EVENTS, only_syncs
+
+    bare = make_job(tasks=[make_task(name="worker"), make_task(name="ps")]).spec
+    assert only_syncs(bare)
+    assert not only_syncs(SPEC)
+    assert not only_syncs(
+        make_job(tasks=[make_task(), make_task(name="ps", policies=[policy("RestartPod", "*")])]).spec
+    )
+    assert not only_syncs(make_job(policies=[policy("AbortJob", exit_code=1)]).spec)
+    for event in sorted(EVENTS):
+        for task in ("", "worker", "ps", "gone"):
+            for exit_code in (None, 0, 1, 137):
+                for job_version in (None, 0, 5):
+                    req = Request(event=event, task=task, pod="p", exit_code=exit_code, job_version=job_version)
+                    res = resolve(bare, req, 3)
+                    assert (res.action, res.delay) == ("SyncJob", None)

@@ -51,7 +51,7 @@ from caldera.controller.events import (
     task_restart_limit,
 )
 from caldera.controller.pods import make_pod, make_podgroup, min_resources, pod_name, podgroup_name, ttl_expired
-from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, resolve
+from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, only_syncs, resolve
 from caldera.controller.state import TRANSITIONS, Edge, Plan, Step, action_class, edge_for, execute, resync_is_idle
 from caldera.controller.status import PodCounts, build_status, job_status_counts
 from caldera.controller.ttl import TtlQueue
@@ -107,6 +107,7 @@ __all__ = [
     "make_pod",
     "make_podgroup",
     "min_resources",
+    "only_syncs",
     "pod_name",
     "podgroup_name",
     "request_for_started_pod",

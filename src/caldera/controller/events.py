@@ -131,6 +131,9 @@ class Request:
     job_version: int | None = None
 
 
+OUT_OF_SYNC = Request(event=OUT_OF_SYNC_EVENT)  # requests are immutable: the most common one is shared
+_UNKNOWN = Request(event=JOB_UNKNOWN_EVENT)
+
 # Targets handed out, by (scope, task, pod): they are immutable, and a pod's requests ask for the same few.
 _TARGETS: dict[tuple[str, str, str], Target] = {}
 _TARGETS_MAX = 65536
@@ -310,4 +313,4 @@ def requests_for_podgroup_change(old_phase: str, new_phase: str) -> list[Request
     """Volcano's PodGroup handler: a phase change re-syncs the job, and Unknown raises the Unknown event."""
     if old_phase == new_phase:
         return []
-    return [Request(event=JOB_UNKNOWN_EVENT if new_phase == PG_UNKNOWN else OUT_OF_SYNC_EVENT)]
+    return [_UNKNOWN if new_phase == PG_UNKNOWN else OUT_OF_SYNC]

@@ -83,6 +83,12 @@ def resolve(spec: JobSpec, req: Request, job_version: int) -> Resolution:
     return Resolution(policy.action, delay, target_for(policy.action, req))
 
 
+def only_syncs(spec: JobSpec) -> bool:
+    """Whether `resolve` resolves every request without an explicit action to SyncJob, now, for a job
+    with `spec`: neither the job nor any of its tasks names a policy."""
+    return not spec.policies and not any(t.policies for t in spec.tasks)
+
+
 def _sync(req: Request) -> Resolution:
     return Resolution(SYNC_JOB, None, target_for(SYNC_JOB, req))
 
@@ -130,6 +136,10 @@ class DelayedActions:
 
     def __len__(self) -> int:
         return self._size
+
+    def has(self, key: str) -> bool:
+        """Whether job `key` has a delayed action pending."""
+        return key in self._by_job
 
     def entries(self, key: str | None = None) -> list[DelayedAction]:
         """The pending actions (of job `key` only, if given), in firing order."""

@@ -33,7 +33,8 @@ watch batch (`changes`), Kubernetes' watch events:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from concurrent.futures import Future
+from typing import Any, Protocol, runtime_checkable
 
 from caldera.core.errors import CalderaError
 
@@ -57,6 +58,18 @@ class Expired(CalderaError):
 
 
 WATCH_KINDS = ("Job", "Pod", "PodGroup", "Queue", "PriorityClass", "Node")
+
+
+@runtime_checkable
+class AppliesLater(Protocol):
+    """A cluster that can take an `apply` without a thread waiting for it (the embedded cluster): the REST
+    server's event loop awaits the future instead of lending a worker thread to the call."""
+
+    def apply_later(self, manifest: JSON, submit_dir: str | None = None) -> Future[JSON]:
+        """`apply`'s checks on the caller's thread (raising as `apply` does), then a future of its result, set
+        once the change is durable. A name still held by a deleted job's stopping pods fails with a Conflict
+        (`jobextras.StillDeleting`) at once, where `apply` waits for it."""
+        ...
 
 
 class ClusterAPI(Protocol):

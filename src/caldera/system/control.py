@@ -32,7 +32,7 @@ from caldera.controller import (
     Request,
     requests_for_pod_change,
 )
-from caldera.controller.events import JOB_TARGET, OUT_OF_SYNC_EVENT, SYNC_JOB
+from caldera.controller.events import JOB_TARGET, OUT_OF_SYNC, SYNC_JOB
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
 from caldera.core.elastic import scaled, with_elastic_defaults
@@ -142,7 +142,7 @@ class ControlPlane(JobReconciler):
         self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.record("JobPhase", job.name, reason=o.PENDING, message="submitted", namespace=job.namespace)
-        self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+        self._request(job.key, OUT_OF_SYNC)
 
     def command(self, job_key: str, action: str) -> None:
         """A user's command (AbortJob, ResumeJob, ...), as vcctl's Command objects."""
@@ -158,7 +158,7 @@ class ControlPlane(JobReconciler):
         self.record(
             "Scaled", job.name, reason="Scaled", message=f"{task}: {replicas} replicas", namespace=job.namespace
         )
-        self._request(job_key, Request(event=OUT_OF_SYNC_EVENT))
+        self._request(job_key, OUT_OF_SYNC)
 
     def remove_queue(self, name: str) -> None:
         self.queues.pop(name, None)
@@ -186,7 +186,7 @@ class ControlPlane(JobReconciler):
             if podgroup is not None:
                 self.state.set_pod(pod, podgroup.key)
             self.history.restore(pod, attempt, running=bool(pod.node_name) and not pod.finished)
-        self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+        self._request(job.key, OUT_OF_SYNC)
         self._dirty = True
 
     def is_stopping(self, key: str) -> bool:
@@ -276,7 +276,7 @@ class ControlPlane(JobReconciler):
         for req in requests_for_pod_change(job, pods, pod.status.phase, pod, deleted=not asked):
             self._request(job.key, req)
         if asked:
-            self._request(job.key, Request(event=OUT_OF_SYNC_EVENT))
+            self._request(job.key, OUT_OF_SYNC)
 
     def evict(self, key: str, reason: str = "Evicted", message: str = "", kind: str = "Evict") -> None:
         """Someone other than the controller deletes the pod (a fault, a node drain, the scheduler)."""

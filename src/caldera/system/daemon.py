@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar
 
@@ -191,22 +192,34 @@ class EmbeddedCluster:
     # ------------------------------------------------------------ writes
 
     def apply(self, manifest: JSON, submit_dir: str | None = None) -> JSON:
+        change = self._admitted(manifest, submit_dir)
+        # A deleted job of the same name may still be stopping: its name is free once it is gone.
+        return self.extras.when_clean(lambda: self._call(change), timeout=25.0)
+
+    def apply_later(self, manifest: JSON, submit_dir: str | None = None) -> Future[JSON]:
+        """`apply` without waiting (`api.AppliesLater`): the manifest is checked on the caller's thread, the
+        change made on the loop; the future's result comes once it is committed. A job whose name a deleted
+        one still holds fails with StillDeleting at once (`apply` waits for the name instead)."""
+        return self.loop.later(self._admitted(manifest, submit_dir))
+
+    def _admitted(self, manifest: JSON, submit_dir: str | None) -> Callable[[], JSON]:
+        """The manifest parsed and checked (ValidationError if refused): the change to make on the loop."""
         obj = parse_object(manifest, "request")
         if isinstance(obj, o.Queue):
-            return self._call(lambda: self._apply_queue(obj))
+            return lambda: self._apply_queue(obj)
         if isinstance(obj, o.PriorityClass):
-            return self._call(lambda: self._apply_priority_class(obj))
+            return lambda: self._apply_priority_class(obj)
         if isinstance(obj, o.Job):
+            job = obj
             if submit_dir:
-                obj.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
-            check_size(obj)  # first: the other checks look at every task
-            check_commands(obj, submit_dir)
-            check_data(obj)
-            check_plugins(obj)
-            if why := self.elastic.check(obj):
-                raise ValidationError([FieldError("spec.tasks", why)], f"job {obj.name}")
-            # A deleted job of the same name may still be stopping: its name is free once it is gone.
-            return self.extras.when_clean(lambda: self._call(lambda: self._submit(obj)), timeout=25.0)
+                job.metadata.annotations.setdefault(SUBMIT_DIR, submit_dir)
+            check_size(job)  # first: the other checks look at every task
+            check_commands(job, submit_dir)
+            check_data(job)
+            check_plugins(job)
+            if why := self.elastic.check(job):
+                raise ValidationError([FieldError("spec.tasks", why)], f"job {job.name}")
+            return lambda: self._submit(job)
         raise ValidationError([FieldError("kind", f"{obj.__class__.__name__} objects cannot be applied")], "request")
 
     def _apply_queue(self, queue_obj: o.Queue) -> JSON:
@@ -222,7 +235,7 @@ class EmbeddedCluster:
             raise Conflict(f"job {job.key} already exists (delete it first)")
         if self.extras.busy(job.key):
             raise StillDeleting(f"job {job.key} was deleted and its pods are still stopping: try again shortly")
-        self.plane.submit(job)
+        self.plane.submit(job, valid=True)  # parse_object validated it (`_admitted`): not again on the loop
         self.extras.created(job)
         self.elastic.job_created(job)
         return persist.job_record(job)

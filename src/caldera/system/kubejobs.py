@@ -12,8 +12,8 @@ New jobs are admitted in bounded batches (`admit`, in the order they came): with
 once (a start, a burst) the first are placed and their pods written while the rest wait their turn, instead
 of all of them being placed before anything is written. A burst starts small (`FIRST_BATCH_PODS`) and each
 turn doubles the batch up to `BATCH_PODS`: the first pods are written after a few dozen jobs were placed,
-not a thousand, and later turns, while the first batches' writes are under way, are large enough that a turn's fixed cost (a
-scheduling cycle over every node) stays small per job.
+not a thousand, and a burst still takes few turns (each turn waits for its pod writes, and costs a
+scheduling cycle over every node).
 
 Invariant: called on the controller's loop thread only.
 """

@@ -77,9 +77,20 @@ class ControlLoop:
         """`fn`'s result once the turn that ran it is committed (on the loop at once if not started)."""
         if self._thread is None or threading.current_thread() is self._thread:
             return fn()
+        return self.later(fn, writes=writes).result(timeout=timeout)
+
+    def later(self, fn: Callable[[], T], *, writes: bool = True) -> Future[T]:
+        """`call` without waiting: a future that gets `fn`'s result (or exception) once the turn that ran it
+        is committed. For a caller that must not block, as the HTTP server's event loop (`asyncio.wrap_future`)."""
         fut: Future[T] = Future()
+        if self._thread is None or threading.current_thread() is self._thread:
+            try:
+                fut.set_result(fn())
+            except Exception as e:
+                fut.set_exception(e)
+            return fut
         self._inbox.put(Task(fn, fut, writes))
-        return fut.result(timeout=timeout)
+        return fut
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the loop; nobody waits for it (a process event)."""

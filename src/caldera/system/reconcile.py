@@ -28,6 +28,7 @@ from caldera.controller import (
     live_restarts,
     make_pod,
     make_podgroup,
+    only_syncs,
     request_for_started_pod,
     requests_for_new_pods,
     requests_for_pod_change,
@@ -35,7 +36,7 @@ from caldera.controller import (
     resync_is_idle,
     target_for,
 )
-from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC_EVENT, SYNC_JOB, Target
+from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
 from caldera.scheduler.state import OCCUPYING, ClusterState
@@ -94,6 +95,9 @@ class JobReconciler:
         job = self.jobs.get(key)
         if job is None:
             return
+        if not req.action and only_syncs(job.spec) and not self.delayed.has(key):
+            syncs[key] = None  # what `resolve` gives, with no timer of the job's to cancel
+            return
         pod = self.job_pods[key].get(req.pod) if req.pod else None
         self.delayed.cancel_for_request(key, req, pod.metadata.uid if pod else "")
         res = resolve(job.spec, req, job.status.version)
@@ -145,7 +149,7 @@ class JobReconciler:
                 self.ttl.watch(job)
             # Volcano's job handler re-syncs a job whose phase changed: what moves a Restarting job
             # whose pods were all gone already (evicted, preempted) on to Pending.
-            self._request(key, Request(event=OUT_OF_SYNC_EVENT))
+            self._request(key, OUT_OF_SYNC)
         for name in plan.kill:
             pod = self.job_pods[key].get(name)
             if pod is not None:
