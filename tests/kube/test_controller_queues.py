@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from caldera.backends.kube.client import JSON, resource_path
+from caldera.scheduler.config import VOLCANO_SHAPE_CONFIG
+from caldera.testing.kube import install_volcano_crds
+from caldera.testing.kube.calderactl import start_caldera
 from caldera.testing.waiting import wait_until
 
 from .volcanojobs import (
@@ -22,6 +25,18 @@ from .volcanojobs import (
 )
 
 pytestmark = pytest.mark.kube
+
+
+@pytest.fixture(scope="module")
+def caldera(plane, tmp_path_factory):
+    """The controller on Volcano's plugins with preempt and reclaim (the built-in configuration before
+    caldera-default): these tests pin Volcano's semantics (enqueue admission, reclaim of any gang)."""
+    conf = tmp_path_factory.mktemp("volcano-shape") / "volcano-scheduler.conf"
+    conf.write_text(VOLCANO_SHAPE_CONFIG, encoding="utf-8")
+    install_volcano_crds(plane)
+    process = start_caldera(plane, args=[f"--scheduler-config={conf}"])
+    yield process
+    plane.stop_process("caldera-controller")
 
 
 def gang(name: str, workers: int, label: str, **spec: object) -> JSON:
