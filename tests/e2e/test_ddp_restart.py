@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from caldera.testing.waiting import wait_until
+from caldera.testing.waiting import TRAINING_DEADLINE, wait_until
 
 from .conftest import Caldera, all_running
 
@@ -58,14 +58,14 @@ def test_a_killed_worker_restarts_the_job_which_completes(caldera: Caldera) -> N
     caldera.wait_job("ddp", all_running(3), "the 3 DDP pods to run", timeout=60)
     wait_until(
         lambda: "training on" in caldera.pod_log("ddp-master-0"),
-        timeout=90,
+        timeout=TRAINING_DEADLINE,
         what="the master to start training",
         interval=0.05,
     )
 
     os.kill(user_process(caldera.pod_dir("ddp-worker-0")), signal.SIGKILL)
 
-    waited = caldera.run("wait", "ddp", "--timeout", "150")
+    waited = caldera.run("wait", "ddp", "--timeout", str(int(TRAINING_DEADLINE)))
     assert waited.returncode == 0, waited.stdout + waited.stderr + caldera.daemon_log()
     job = caldera.json("get", "ddp")
     assert (job["phase"], job["retryCount"]) == ("Completed", 1), job

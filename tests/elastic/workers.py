@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from caldera.testing.waiting import wait_until
+from caldera.testing.waiting import TRAINING_DEADLINE, wait_until
 
 from .conftest import LAUNCHER_VARIABLES
 
@@ -40,7 +40,7 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait(self, timeout: float = 120) -> int:
+    def wait(self, timeout: float = TRAINING_DEADLINE) -> int:
         try:
             return self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -107,7 +107,7 @@ class Pool:
             assert worker.wait() == 0, worker.log()
         return workers
 
-    def wait_for_line(self, worker: Worker, text: str, timeout: float = 120) -> None:
+    def wait_for_line(self, worker: Worker, text: str, timeout: float = TRAINING_DEADLINE) -> None:
         wait_until(
             lambda: text in worker.log() or worker.popen.poll() is not None,
             timeout=timeout,

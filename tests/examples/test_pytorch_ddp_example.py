@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from example_processes import EXAMPLES, Start, free_ports
 
+from caldera.testing.waiting import TRAINING_DEADLINE
+
 TRAIN = EXAMPLES / "pytorch-ddp" / "train.py"
 WORLD_SIZE = 3
 
@@ -31,7 +33,7 @@ def test_three_ddp_workers_train_the_digits_classifier(start: Start, tmp_path: P
         for rank in range(WORLD_SIZE)
     ]
     for worker in workers:
-        assert worker.wait(timeout=120) == 0, worker.log()
+        assert worker.wait(timeout=TRAINING_DEADLINE) == 0, worker.log()
 
     for rank, worker in enumerate(workers):
         assert f"rank {rank} of world_size {WORLD_SIZE} starting on master 127.0.0.1:{port}" in worker.log()
@@ -50,5 +52,5 @@ def test_three_ddp_workers_train_the_digits_classifier(start: Start, tmp_path: P
 
 def test_an_incomplete_environment_is_a_one_line_error(start: Start) -> None:
     proc = start("worker-1", [str(TRAIN)], {"MASTER_ADDR": "127.0.0.1", "RANK": "1"})
-    assert proc.wait(timeout=120) == 2
+    assert proc.wait(timeout=TRAINING_DEADLINE) == 2
     assert proc.log().strip().splitlines() == ["error: incomplete PyTorch environment, missing MASTER_PORT, WORLD_SIZE"]

@@ -13,6 +13,12 @@ from collections.abc import Callable
 
 from caldera.utils.clock import SystemClock
 
+# The deadline of a run of real PyTorch training in a test (import torch, gloo's rendezvous, a few epochs on
+# CPU): about 15 s on a quiet 2-core machine. It only detects a hang, it never measures speed: at load 20
+# (a flake hunt beside four other workers) three processes each importing torch at a tenth of a core
+# printed nothing in 120 s, so it is set for that.
+TRAINING_DEADLINE = 600.0
+
 
 def wait_until(
     predicate: Callable[[], object],
