@@ -1,5 +1,5 @@
-"""New Jobs are admitted in batches that start small and double each turn of a burst (`JobWatch.admit`): a
-controller starting on a thousand waiting jobs places a few dozen and writes their pods first, not all of them."""
+"""New Jobs are admitted in bounded batches, in the order they came (`JobWatch.admit`): a controller starting on
+thousands of waiting jobs places a batch and writes its pods before it places the rest."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from caldera.backends.kube.client import JSON
 from caldera.core import objects as o
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
-from caldera.system.kubejobs import BATCH_PODS, FIRST_BATCH_PODS, JobWatch
+from caldera.system.kubejobs import BATCH_PODS, JobWatch
 from caldera.testing.builders import make_node
 from caldera.utils.clock import ManualClock
 
@@ -53,34 +53,20 @@ def watch_with(jobs: list[JSON]) -> tuple[JobWatch, ControlPlane]:
     return watch, plane
 
 
-def test_a_burst_of_single_pod_jobs_is_admitted_in_doubling_batches_in_order() -> None:
-    watch, plane = watch_with([job(i) for i in range(1000)])
-    assert len(watch.new) == 1000 and not plane.jobs  # nothing admitted before the controller's turn
+def test_a_burst_of_single_pod_jobs_is_admitted_in_batches_in_order() -> None:
+    watch, plane = watch_with([job(i) for i in range(2 * BATCH_PODS + 100)])
+    assert len(watch.new) == 2 * BATCH_PODS + 100 and not plane.jobs  # nothing admitted before the controller's turn
     sizes = []
     while watch.new:
         before = len(plane.jobs)
         watch.admit()
         sizes.append(len(plane.jobs) - before)
-    full = [min(BATCH_PODS, FIRST_BATCH_PODS * 2**turn) for turn in range(len(sizes) - 1)]
-    assert sizes[:-1] == full and 0 < sizes[-1] <= min(BATCH_PODS, 2 * full[-1])  # the last: what was left
-    assert sum(sizes) == 1000
+    assert sizes == [BATCH_PODS, BATCH_PODS, 100]
     assert list(plane.jobs)[:3] == ["default/job0", "default/job1", "default/job2"]  # in the order they came
-
-
-def test_the_batch_starts_small_again_after_the_burst() -> None:
-    watch, plane = watch_with([job(i) for i in range(200)])
-    while watch.new:
-        watch.admit()
-    watch.admit()  # a turn with nothing new: the next burst starts small
-    for i in range(200, 300):
-        watch.on_jobs("ADDED", job(i))
-    before = len(plane.jobs)
-    watch.admit()
-    assert len(plane.jobs) - before == FIRST_BATCH_PODS
 
 
 def test_a_gang_larger_than_the_batch_is_admitted_whole() -> None:
     watch, plane = watch_with([job(0, replicas=64), job(1, replicas=64)])
-    watch.admit()
+    watch.admit(pods=32)
     assert list(plane.jobs) == ["default/job0"]
     assert plane.jobs["default/job0"].spec.min_available == 64

@@ -10,10 +10,11 @@ in Volcano). A Job with a status (or a PodGroup or pods) a predecessor wrote is 
 
 New jobs are admitted in bounded batches (`admit`, in the order they came): with thousands of new jobs at
 once (a start, a burst) the first are placed and their pods written while the rest wait their turn, instead
-of all of them being placed before anything is written. A burst starts small (`FIRST_BATCH_PODS`) and each
-turn doubles the batch up to `BATCH_PODS`: the first pods are written after a few dozen jobs were placed,
-not a thousand, and a burst still takes few turns (each turn waits for its pod writes, and costs a
-scheduling cycle over every node).
+of all of them being placed before anything is written. A batch is `BATCH_PODS` pods: a burst takes few
+turns (each turn waits for its pod writes, and costs a scheduling cycle over every node). Batches that
+started small and doubled (32 pods first) wrote the first pods sooner, but halved single-pod throughput
+on 100 KWOK nodes, quiet (73–91 against 147 pods/s, the API server's CPU 15–18 s against 7.4:
+docs/benchmarks.md), so they were taken out.
 
 Invariant: called on the controller's loop thread only.
 """
@@ -40,7 +41,6 @@ REJECTED = "Rejected"
 GRACE = 3.0  # seconds a new job waits for a queue or PriorityClass it names to be seen
 VOLCANO = "volcano"  # Jobs naming Volcano's scheduler are caldera's too: it replaces Volcano
 BATCH_PODS = 1024  # pods of the new jobs admitted in one turn (at least one job)
-FIRST_BATCH_PODS = 32  # the first turn's, when new jobs come after none were waiting
 
 
 def safely(kind: str, change: str, obj: JSON, fn: Callable[[str, str, JSON], None]) -> None:
@@ -88,7 +88,6 @@ class JobWatch:
         self.clock = clock
         self.waiting: dict[str, float] = {}  # new jobs waiting for their queue or PriorityClass → since when
         self.new: dict[str, JSON] = {}  # new Jobs not admitted yet, in the order they came
-        self.batch = FIRST_BATCH_PODS  # pods the next `admit()` takes: doubles each turn of a burst
 
     def on_jobs(self, change: str, obj: JSON, pods: list[JSON] | None = None) -> None:
         """`pods`: the job's pods when the caller has them at hand (a rebuild), else they are looked up."""
@@ -134,18 +133,14 @@ class JobWatch:
         restore_job(self.plane, self.pods, self.status, groups, job, previous, pods)
 
     def admit(self, pods: int | None = None) -> None:
-        """Submit new jobs, in the order they came, until about `pods` pods were admitted (default: this turn's
-        batch, which doubles while jobs wait, up to BATCH_PODS, and starts small again once none waits)."""
-        if not self.new:
-            self.batch = FIRST_BATCH_PODS
-            return
-        limit = self.batch if pods is None else pods
+        """Submit new jobs, in the order they came, until about `pods` pods were admitted (default BATCH_PODS;
+        a job is admitted whole, whatever its size)."""
+        limit = BATCH_PODS if pods is None else pods
         admitted = 0
         while self.new and admitted < limit:
             obj = self.new.pop(next(iter(self.new)))
             admitted += _replicas(obj)
             safely("jobs", "ADDED", obj, self._admit)
-        self.batch = min(BATCH_PODS, self.batch * 2)
 
     def _admit(self, kind: str, change: str, obj: JSON) -> None:
         try:
