@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,16 @@ def small_cluster(home: Path) -> EmbeddedCluster:
     c = EmbeddedCluster(home, nodes=1, cpus_per_node="2", memory_per_node="4Gi", grace=5.0)
     c.start()
     return c
+
+
+@contextmanager
+def running(home: Path) -> Iterator[EmbeddedCluster]:
+    """`small_cluster` on `home`, shut down with its pods stopped on leaving."""
+    c = small_cluster(home)
+    try:
+        yield c
+    finally:
+        c.shutdown(stop_pods=True)
 
 
 def phase(c: EmbeddedCluster, name: str) -> str:

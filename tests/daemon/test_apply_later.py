@@ -19,16 +19,13 @@ from caldera.core.errors import ValidationError
 from caldera.system.api import AppliesLater, Conflict
 from caldera.system.daemon import EmbeddedCluster
 
-from .kit import job, sleeper, small_cluster, wait_phase
+from .kit import job, running, sleeper, wait_phase
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
-    c = small_cluster(tmp_path / "caldera")
-    try:
+    with running(tmp_path / "caldera") as c:
         yield c
-    finally:
-        c.shutdown(stop_pods=True)
 
 
 def test_the_answer_comes_once_the_job_is_in_the_store(cluster: EmbeddedCluster) -> None:

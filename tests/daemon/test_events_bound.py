@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .kit import job, small_cluster, wait_phase
+from .kit import job, running, wait_phase
 
 
 def test_events_in_memory_are_bounded_and_describe_still_shows_all(tmp_path: Path) -> None:
-    cluster = small_cluster(tmp_path / "caldera")
-    cluster.state.EVENTS_IN_MEMORY = 5
-    try:
+    with running(tmp_path / "caldera") as cluster:
+        cluster.state.EVENTS_IN_MEMORY = 5
         cluster.apply(job("many", ["sh", "-c", "echo hi"], replicas=6))
         wait_phase(cluster, "many", "Completed")
         stored = cluster.events("default")
@@ -21,5 +20,3 @@ def test_events_in_memory_are_bounded_and_describe_still_shows_all(tmp_path: Pat
         described = cluster.describe_job("default", "many")["events"]
         assert [e["reason"] for e in described if e["kind"] == "PodPhase"] == ["Succeeded"] * 6
         assert len(described) == len([e for e in stored if e["object"].startswith("many")])
-    finally:
-        cluster.shutdown(stop_pods=True)

@@ -11,7 +11,7 @@ from caldera.system.api import NotFound
 from caldera.system.daemon import EmbeddedCluster
 from caldera.testing.waiting import wait_until
 
-from .kit import job, processes_under, sleeper, small_cluster, wait_phase
+from .kit import job, processes_under, running, sleeper, small_cluster, wait_phase
 
 
 @pytest.fixture
@@ -21,11 +21,8 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cluster(home: Path) -> Iterator[EmbeddedCluster]:
-    c = small_cluster(home)
-    try:
+    with running(home) as c:
         yield c
-    finally:
-        c.shutdown(stop_pods=True)
 
 
 def log_of(home: Path, pod: str) -> str:
