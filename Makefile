@@ -19,13 +19,15 @@ $(BIN)/.installed: pyproject.toml
 # exec is then ~1 ms cheaper), with the SHA-256 of the source it was built from beside it (backends/spawn.py
 # uses the binary only for that source); without a C compiler pods run shim.py, the same at ~50 ms more CPU per pod.
 CC ?= cc
-shim: $(BIN)/caldera-shim
-$(BIN)/caldera-shim: src/caldera/backends/shim.c
+# The target is the digest, written last: a binary without one (a failed build, an older venv) is built again.
+shim: $(BIN)/caldera-shim.sha256
+$(BIN)/caldera-shim.sha256: src/caldera/backends/shim.c
 	@mkdir -p $(BIN)
-	@rm -f $@ $@.sha256
-	@$(CC) -O2 -Wall -Wextra -static -o $@ $< 2>/dev/null || $(CC) -O2 -Wall -Wextra -o $@ $< \
+	@rm -f $(BIN)/caldera-shim $@
+	@$(CC) -O2 -Wall -Wextra -static -o $(BIN)/caldera-shim $< 2>/dev/null \
+	|| $(CC) -O2 -Wall -Wextra -o $(BIN)/caldera-shim $< \
 	|| echo "no C shim built ($(CC) failed): pods run shim.py"
-	@test ! -x $@ || sha256sum $< | cut -d' ' -f1 > $@.sha256
+	@test ! -x $(BIN)/caldera-shim || sha256sum $< | cut -d' ' -f1 > $@
 
 # An etcd server binary for elastic jobs (`caldera up`) and the launcher's tests: Debian's
 # etcd-server when we may install it (root with apt-get; `apt-get update` only if the first try
