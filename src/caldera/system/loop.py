@@ -75,8 +75,6 @@ class ControlLoop:
 
     def call(self, fn: Callable[[], T], timeout: float = 60.0, *, writes: bool = True) -> T:
         """`fn`'s result once the turn that ran it is committed (on the loop at once if not started)."""
-        if self._thread is None or threading.current_thread() is self._thread:
-            return fn()
         return self.later(fn, writes=writes).result(timeout=timeout)
 
     def later(self, fn: Callable[[], T], *, writes: bool = True) -> Future[T]:
