@@ -9,6 +9,7 @@ with and without releasing resources, on heterogeneous nodes with labels and tai
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -34,9 +35,26 @@ SHAPES = [
 
 
 def volcano() -> SchedulerConfig:
-    """Volcano's configuration: its node-order plugins (nodeorder, binpack) score each node alone, which
-    is what the kept values need (caldera-default's consolidate looks at the gang's other pods)."""
+    """Volcano's configuration: its node-order plugins (nodeorder, binpack) score each node alone, so the
+    kept values are the whole score."""
     return load_policy("volcano-default")
+
+
+def with_order(base: SchedulerConfig, names: list[str]) -> SchedulerConfig:
+    """`base` with its node-order plugins replaced by `names`, in that order, as a tier of their own."""
+    option = type(base.tiers[0][0])
+    scoring = {"nodeorder", "binpack", "consolidate", "task-topology"}
+    tiers = tuple(tuple(p for p in tier if p.name not in scoring) for tier in base.tiers)
+    return type(base)(base.actions, (*tiers, tuple(option(name) for name in names)), base.action_arguments)
+
+
+CONFIGS = {
+    "volcano-default": volcano,
+    # consolidate looks at where the task's job already is: asked at each query, added to the kept sum
+    "caldera-default": lambda: load_policy("caldera-default"),
+    # a local plugin after a non-local one is asked at each query too, so the sum keeps its order
+    "consolidate-between": lambda: with_order(volcano(), ["nodeorder", "consolidate", "binpack"]),
+}
 
 
 def cluster(rng: random.Random, nodes: int) -> ClusterState:
@@ -70,20 +88,22 @@ def probes(state: ClusterState) -> list[TaskInfo]:
     return out
 
 
-def check(ssn: Session, placements: Placements, tasks: list[TaskInfo]) -> None:
-    for task in tasks:
+def check(ssn: Session, placements: Placements, tasks: list[TaskInfo], gangs: Sequence[TaskInfo] = ()) -> None:
+    """Both ways agree for every probe, and for the pending tasks of `gangs` (tasks of jobs with several,
+    whose consolidate scores depend on where their job's other pods are)."""
+    for task in [*tasks, *(t for t in gangs if t.status is TaskStatus.PENDING)]:
         for future in (False, True):
             expected = ssn.best_node(task, ssn.feasible(task, ssn.free(future)))
             assert placements.best(ssn, task, future) == expected, (task.key, future)
 
 
+@pytest.mark.parametrize("name", CONFIGS)
 @pytest.mark.parametrize("seed", range(6), ids=lambda s: f"seed{s}")
-def test_kept_values_give_the_node_the_long_way_gives(seed: int) -> None:
+def test_kept_values_give_the_node_the_long_way_gives(seed: int, name: str) -> None:
     rng = random.Random(seed)
     state = cluster(rng, nodes=40)
-    config = volcano()
+    config = CONFIGS[name]()
     layout = hook_layout(config, registry())
-    assert layout.local_scores
     placements = Placements(layout)
     tasks = probes(state)
     for j in range(30):
@@ -102,7 +122,7 @@ def test_kept_values_give_the_node_the_long_way_gives(seed: int) -> None:
                     (stmt.allocate if rng.random() < 0.7 else stmt.pipeline)(task, node)
             elif task.status in (TaskStatus.BINDING, TaskStatus.RUNNING) and rng.random() < 0.5:
                 stmt.evict(task, "Preempt", "")
-            check(ssn, placements, tasks)
+            check(ssn, placements, tasks, rng.sample(workers, 4))
         if rng.random() < 0.4:
             stmt.discard()
         else:
@@ -139,11 +159,18 @@ def test_more_changes_than_the_log_keeps_recompute_every_node(monkeypatch: pytes
     check(Session(state, volcano(), 0.0, registry(), layout), placements, tasks)
 
 
-def test_a_non_local_node_order_plugin_takes_the_long_way() -> None:
-    text = volcano()
-    tiers = (*text.tiers, (type(text.tiers[0][0])("task-topology"),))
-    config = type(text)(text.actions, tiers, text.action_arguments)
-    assert not hook_layout(config, registry()).local_scores
+@pytest.mark.parametrize(
+    ("names", "kept"),
+    [
+        (["nodeorder", "binpack"], 2),
+        (["nodeorder", "binpack", "consolidate"], 2),
+        (["nodeorder", "consolidate", "binpack"], 1),
+        (["task-topology", "nodeorder", "binpack"], 0),
+    ],
+)
+def test_the_kept_values_sum_the_local_plugins_up_to_the_first_that_is_not(names: list[str], kept: int) -> None:
+    layout = hook_layout(with_order(volcano(), names), registry())
+    assert (layout.local_order, layout.node_order_plugins) == (kept, len(names))
 
 
 def test_nodes_in_a_state_seen_before_take_the_remembered_value(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,15 +16,21 @@ its static predicate verdicts, so each shape also remembers the value of every c
 it computed (`_Shape.seen`) and a changed node whose column was seen takes that value
 instead of a call to the plugins (when few nodes changed; many are computed at once).
 
+What is kept is the sum of the node-order plugins that declare `local_scores` (a node's
+score depends on that node's column, the task's request and the plugin's arguments,
+nothing else), from the first plugin up to the first that does not. The plugins after
+that (consolidate, which looks at where the task's own job already is; task-topology)
+are asked at each query over every node, and their sum is added to the kept values:
+one pass more, instead of a dozen.
+
 Invariant: the answer is the node `best_node(task, feasible(task, free(future)))`
 gives, bit for bit. Fit is the same comparisons; each recomputed score is the
-same elementwise operations as a whole-vector one; the first maximum over every
-node is the first maximum over the candidates (the rest are -inf). It applies
-only when every node-order plugin configured declares `local_scores` (a node's
-score depends on that node's column, the task's request and the plugin's
-arguments, nothing else); otherwise the session takes the long way. A remembered
-value is the same operations on the same numbers, and remembered values are
-forgotten with the shape's version (nodes' labels, taints or resources changed).
+same elementwise operations as a whole-vector one; the scores are added in the
+order the whole sum adds them (the kept leading part first, then each later plugin's);
+the first maximum over every node is the first maximum over the candidates (the
+rest are -inf). A remembered value is the same operations on the same numbers, and
+remembered values are forgotten with the shape's version (nodes' labels, taints or
+resources changed).
 """
 
 from __future__ import annotations
@@ -34,11 +40,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from caldera.scheduler.framework import NODE_ORDER, Indices, Rejection, Scores
+from caldera.scheduler.framework import Indices, Rejection, Scores
 from caldera.scheduler.info import TaskInfo
 
 if TYPE_CHECKING:
-    from caldera.scheduler.session import Session
+    from caldera.scheduler.session import HookLayout, Session
 
 MAX_SHAPES = 256  # request shapes kept per state; the least recently asked for goes first
 RECOMPUTE_SHARE = 8  # more than 1/8 of the nodes changed: recompute them all at once
@@ -50,16 +56,17 @@ SEEN_UP_TO = 16  # more changed nodes than this: one vector computation beats lo
 class _Shape:
     version: tuple[int, int]  # (node_version, number of resources) the values were computed at
     position: int  # the change log position they are current to
-    values: Scores  # per node: the task's total score where it fits, -inf where it does not
+    values: Scores  # per node: the kept plugins' summed score where the task fits, -inf where it does not
     seen: dict[bytes, float] = field(default_factory=dict)  # a node's state (`_column`) → its value
 
 
 class Placements:
-    """Per request shape, every node's value for one scheduler configuration (`layout`, any object)."""
+    """Per request shape, every node's value for one scheduler configuration (`layout`)."""
 
-    def __init__(self, layout: object) -> None:
+    def __init__(self, layout: HookLayout) -> None:
         self.layout = layout
         self.shapes: dict[tuple[object, ...], _Shape] = {}
+        self._everywhere: Indices = np.arange(0, dtype=np.intp)  # every node's index, for the later plugins
 
     def best(self, ssn: Session, task: TaskInfo, future: bool) -> int:
         """The first highest-scoring node that fits `task` (-1 if none)."""
@@ -82,8 +89,15 @@ class Placements:
         self.shapes[key] = shape  # now the most recently asked for
         if len(self.shapes) > MAX_SHAPES:
             del self.shapes[next(iter(self.shapes))]
-        best = int(np.argmax(shape.values))
-        return -1 if shape.values[best] == -np.inf else best
+        values = shape.values
+        if self.layout.local_order < self.layout.node_order_plugins:
+            if len(self._everywhere) != n:
+                self._everywhere = np.arange(n, dtype=np.intp)
+            later = ssn.node_scores(task, self._everywhere, kept=False)
+            if later is not None:
+                values = values + later  # -inf where the task does not fit stays -inf
+        best = int(np.argmax(values))
+        return -1 if values[best] == -np.inf else best
 
 
 def _catch_up(ssn: Session, task: TaskInfo, future: bool, shape: _Shape, changed: list[int]) -> None:
@@ -125,7 +139,8 @@ def _column(ssn: Session, rejections: list[Rejection], future: bool, n: int) -> 
 
 
 def _values(ssn: Session, task: TaskInfo, future: bool, nodes: Indices | None) -> Scores:
-    """The task's value on `nodes` (None: every node), as `Session.free`, `feasible` and `best_node` compute it."""
+    """The task's kept value on `nodes` (None: every node), as `Session.free`, `feasible` and `best_node` compute
+    it, with only the leading local node-order plugins' scores."""
     s = ssn.state
     if nodes is None:
         nodes = np.arange(len(s.node_names))
@@ -145,7 +160,7 @@ def _values(ssn: Session, task: TaskInfo, future: bool, nodes: Indices | None) -
     req = task.req
     for d in task.dims:
         fit &= idle[d] >= req[d]
-    scores = ssn.call(NODE_ORDER, task, nodes)
+    scores = ssn.node_scores(task, nodes, kept=True)
     values = np.full(len(nodes), -np.inf)
     if scores is None:
         values[fit] = 0.0

@@ -27,9 +27,11 @@ from caldera.scheduler.framework import (
     QUEUE_ORDER,
     TASK_ORDER,
     BoolMask,
+    Indices,
     Plugin,
     Point,
     Rejection,
+    Scores,
     Tiers,
 )
 from caldera.scheduler.info import PLACED
@@ -82,6 +84,7 @@ class Session:
         self._registry = registry
         self._layout = layout if layout is not None else hook_layout(config, registry)
         self._hooks: dict[str, Tiers] = {}
+        self._order_parts: tuple[Tiers, Tiers] | None = None  # node_scores' two parts of the node-order hooks
         self.plugins: dict[str, Plugin] = {}  # built on first use: most cycles consult few plugins
         if self._layout.implemented[ON_SESSION_OPEN.name]:  # plugins with time-driven state catch up before any action
             self.call(ON_SESSION_OPEN)
@@ -176,14 +179,22 @@ class Session:
         return int(candidates[int(np.argmax(scores))])
 
     def best_fit(self, task: TaskInfo, future: bool) -> int:
-        """`best_node(task, feasible(task, free(future)))`: from the values `placement.py` keeps when every
-        node-order plugin's scores are local, else computed over every node."""
-        if self._layout.local_scores:
-            placements = self.state.placements
-            if placements is None or placements.layout is not self._layout:
-                placements = self.state.placements = Placements(self._layout)
-            return placements.best(self, task, future)
-        return self.best_node(task, self.feasible(task, self.free(future)))
+        """`best_node(task, feasible(task, free(future)))`, from the values `placement.py` keeps."""
+        placements = self.state.placements
+        if placements is None or placements.layout is not self._layout:
+            placements = self.state.placements = Placements(self._layout)
+        return placements.best(self, task, future)
+
+    def node_scores(self, task: TaskInfo, nodes: Indices, kept: bool) -> Scores | None:
+        """The node-order plugins' summed scores of `nodes`, in two parts whose sum is `call(NODE_ORDER, ...)`'s:
+        with `kept`, the leading plugins whose scores are local (placement.py keeps their sum per node), else
+        the plugins after them (added to the kept sum in the same order the whole sum adds them)."""
+        parts = self._order_parts
+        if parts is None:
+            flat = [hook for tier in self._collect(NODE_ORDER) for hook in tier]
+            k = self._layout.local_order
+            parts = self._order_parts = ([flat[:k]], [flat[k:]])
+        return NODE_ORDER.reduce(parts[0] if kept else parts[1], (task, nodes))
 
     def fit_error(self, task: TaskInfo) -> str:
         """Why no node takes `task`, in kube-scheduler's words: `0/4 nodes are available: 4 Insufficient cpu.`"""
@@ -242,6 +253,7 @@ class Session:
         which a replay creating hundreds of thousands of sessions would keep busy."""
         self.plugins.clear()
         self._hooks.clear()
+        self._order_parts = None
         self.held.clear()
 
     def _podgroup_phase(self, job: JobInfo) -> str:
@@ -287,7 +299,8 @@ class HookLayout:
     points: Mapping[str, list[list[str]]]  # point name → the implementing plugins' names, tier by tier
     implemented: Mapping[str, bool]  # point name → whether any plugin implements it
     options: Mapping[str, PluginOption]  # plugin name → its first entry in the tiers
-    local_scores: bool  # every node-order plugin's scores are local (`Plugin.local_scores`)
+    local_order: int  # how many node-order plugins, from the first, have local scores (`Plugin.local_scores`)
+    node_order_plugins: int  # how many node-order plugins there are
 
 
 def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -> HookLayout:
@@ -303,5 +316,6 @@ def hook_layout(config: SchedulerConfig, registry: Mapping[str, type[Plugin]]) -
     for tier in config.tiers:
         for opt in tier:
             options.setdefault(opt.name, opt)
-    local = all(registry[name].local_scores for tier in points[NODE_ORDER.name] for name in tier)
-    return HookLayout(points, {name: any(tiers) for name, tiers in points.items()}, options, local)
+    ordering = [name for tier in points[NODE_ORDER.name] for name in tier]
+    local = next((i for i, name in enumerate(ordering) if not registry[name].local_scores), len(ordering))
+    return HookLayout(points, {name: any(tiers) for name, tiers in points.items()}, options, local, len(ordering))

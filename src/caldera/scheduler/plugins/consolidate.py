@@ -45,7 +45,8 @@ class Consolidate(Plugin):
                 here[t.node] = True
             elif t.status is TaskStatus.PENDING:
                 rest += float(t.req[d])
-        idle = self.ssn.free(False)[d, nodes]
+        s = self.ssn.state
+        idle = (s.alloc[d] - s.used[d] - s.nominated[d])[nodes]  # `Session.free(False)`'s row d, alone
         fit = 0.5 * (np.minimum(idle / rest, 1.0) if rest > 0 else np.ones(len(nodes)))
         scores: Scores = np.where(here[nodes], 1.0, fit) * MAX_SCORE * self.weight
         return scores
