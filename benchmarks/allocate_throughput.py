@@ -2,15 +2,16 @@
 
 Nodes have 8 GPUs, 64 CPUs and 512Gi each. A queue of gang jobs (1, 8 or 64
 one-GPU pods each, minAvailable = all) waits Inqueue; one scheduling cycle with
-Volcano's plugin tiers (the built-in configuration before caldera-default,
-scheduler/config.py VOLCANO_SHAPE_CONFIG: the figures stay comparable) and only
+Volcano's plugin tiers (`--config volcano-shape`, the built-in configuration before
+caldera-default, scheduler/config.py VOLCANO_SHAPE_CONFIG: the figures stay comparable)
+or a shipped policy's (`--config caldera-default`, the built-in one now) and only
 the `allocate` action places them. Decisions
 per second = pods bound / wall time of the cycle (session open and close
 included); "CPU ms per gang" is the cycle's CPU time (`time.process_time`) per gang,
 what a shared machine's load does not stretch. Each case runs `--repeat` times on a
 fresh state; the median is shown.
 
-    python benchmarks/allocate_throughput.py [--nodes 1000,5000,10000] [--repeat 5]
+    python benchmarks/allocate_throughput.py [--nodes 1000,5000,10000] [--repeat 5] [--config NAME]
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 
 from caldera.core import objects as o
-from caldera.scheduler.config import VOLCANO_SHAPE_CONFIG, parse_config
+from caldera.scheduler.config import volcano_shape_config
+from caldera.scheduler.policies import load_policy
 from caldera.scheduler.scheduler import Scheduler
 from caldera.scheduler.state import ClusterState
 from caldera.testing.builders import make_node, make_pod, make_podgroup
@@ -40,18 +43,17 @@ def build(nodes: int, gang: int, pods: int) -> ClusterState:
     return state
 
 
-def allocate_only() -> Scheduler:
-    text = VOLCANO_SHAPE_CONFIG.replace(
-        'actions: "enqueue, allocate, preempt, reclaim, backfill"', 'actions: "allocate"'
-    )
-    return Scheduler(parse_config(text, "<benchmark>"))
+def allocate_only(name: str) -> Scheduler:
+    """The configuration `name` (`volcano-shape` or a shipped policy) with `allocate` as its only action."""
+    config = volcano_shape_config() if name == "volcano-shape" else load_policy(name)
+    return Scheduler(replace(config, actions=("allocate",)))
 
 
-def measure(nodes: int, gang: int, pods: int, repeat: int) -> tuple[float, float, float, int]:
+def measure(nodes: int, gang: int, pods: int, repeat: int, name: str) -> tuple[float, float, float, int]:
     """(median decisions/s, median ms per gang, median CPU ms per gang, pods bound) over `repeat` runs."""
     rates, per_gang, cpu_per_gang = [], [], []
     bound = 0
-    scheduler = allocate_only()
+    scheduler = allocate_only(name)
     for _ in range(repeat):
         state = build(nodes, gang, pods)
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -71,13 +73,14 @@ def main() -> None:
     parser.add_argument("--gangs", default="1,8,64")
     parser.add_argument("--pods", type=int, default=2048, help="pods in the queue per case")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--config", default="volcano-shape", help="volcano-shape, or a shipped policy's name")
     args = parser.parse_args()
     print(
         f"{'nodes':>6} {'gang':>5} {'pods bound':>10} {'decisions/s':>12} {'ms per gang':>12} {'CPU ms per gang':>16}"
     )
     for nodes in (int(n) for n in args.nodes.split(",")):
         for gang in (int(g) for g in args.gangs.split(",")):
-            rate, ms, cpu_ms, bound = measure(nodes, gang, args.pods, args.repeat)
+            rate, ms, cpu_ms, bound = measure(nodes, gang, args.pods, args.repeat, args.config)
             print(f"{nodes:>6} {gang:>5} {bound:>10} {rate:>12,.0f} {ms:>12.2f} {cpu_ms:>16.2f}", flush=True)
 
 

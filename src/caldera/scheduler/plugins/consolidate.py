@@ -38,15 +38,32 @@ class Consolidate(Plugin):
         job, d = task.job, self._gpu
         if d is None or len(job.tasks) < 2 or task.req[d] <= 0:
             return None
-        here = np.zeros(len(self.ssn.state.node_names), dtype=bool)
+        placed: list[int] = []
         rest = 0.0
         for t in job.tasks.values():
             if t.node >= 0 and (t.status in OCCUPYING or t.status is TaskStatus.PIPELINED):
-                here[t.node] = True
+                placed.append(t.node)
             elif t.status is TaskStatus.PENDING:
                 rest += float(t.req[d])
         s = self.ssn.state
-        idle = (s.alloc[d] - s.used[d] - s.nominated[d])[nodes]  # `Session.free(False)`'s row d, alone
-        fit = 0.5 * (np.minimum(idle / rest, 1.0) if rest > 0 else np.ones(len(nodes)))
-        scores: Scores = np.where(here[nodes], 1.0, fit) * MAX_SCORE * self.weight
+        everywhere = len(nodes) == len(s.node_names)  # placement.py asks for every node, in order
+        idle = s.alloc[d] - s.used[d] - s.nominated[d]  # `Session.free(False)`'s row d, alone
+        if not everywhere:
+            idle = idle[nodes]
+        # 0.5 × min(idle / rest, 1), 1 where the job is; × MAX_SCORE × weight: in place, the same operations
+        if rest > 0:
+            scores: Scores = np.divide(idle, rest, out=idle)
+            np.minimum(scores, 1.0, out=scores)
+        else:
+            scores = np.ones(len(idle))
+        scores *= 0.5
+        if placed:
+            if everywhere:
+                scores[placed] = 1.0
+            else:
+                here = np.zeros(len(s.node_names), dtype=bool)
+                here[placed] = True
+                scores[here[nodes]] = 1.0
+        scores *= MAX_SCORE
+        scores *= self.weight
         return scores
