@@ -222,7 +222,8 @@ class Plugin:
 
     name: ClassVar[str] = ""
     # Whether its `node_order` score of a node depends only on that node's column of the node arrays, the
-    # task's request and the plugin's arguments: then scores are kept across pods and cycles (placement.py).
+    # task's request and the plugin's arguments. The leading local plugins' summed scores are kept across pods
+    # and cycles (placement.py); a non-local one, and every plugin after it, is asked at each placement.
     local_scores: ClassVar[bool] = False
 
     def __init__(self, ssn: Session, args: Mapping[str, object]) -> None:
