@@ -52,8 +52,9 @@ from caldera.controller.events import (
 )
 from caldera.controller.pods import make_pod, make_podgroup, min_resources, pod_name, podgroup_name, ttl_expired
 from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, only_syncs, resolve
-from caldera.controller.state import TRANSITIONS, Edge, Plan, Step, action_class, edge_for, execute, resync_is_idle
+from caldera.controller.state import Plan, execute, resync_is_idle
 from caldera.controller.status import PodCounts, build_status, job_status_counts
+from caldera.controller.transitions import TRANSITIONS, Edge, Step, action_class, edge_for
 from caldera.controller.ttl import TtlQueue
 
 __all__ = [
