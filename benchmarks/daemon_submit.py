@@ -21,7 +21,12 @@ is gone, the daemon's resident memory (VmRSS) is read. The whole round is done `
 in the same daemon: memory after each round's deletion, next to the memory before the first,
 says whether it is flat. `caldera down` at the end, whatever happened.
 
-    python benchmarks/daemon_submit.py [--jobs 1000] [--clients 16] [--nodes 4] [--rounds 3]
+With `--sleep S` each pod runs `sleep S` instead of `true`: pods then outlive the submissions, and
+once S × submissions/s passes what the nodes hold (`--nodes 4` splits the machine's CPUs: 200 pods
+of 10m on 2 cores; `--sleep 5` does it) the cluster is full, jobs wait and every scheduling cycle
+tries preempt and reclaim for them, as when people submit more than fits.
+
+    python benchmarks/daemon_submit.py [--jobs 1000] [--clients 16] [--nodes 4] [--rounds 3] [--sleep 0]
 """
 
 from __future__ import annotations
@@ -43,8 +48,9 @@ from caldera.client import Client, connect, read_daemon
 CALDERA = [sys.executable, "-m", "caldera.cli.main"]
 
 
-def manifest(name: str) -> dict[str, Any]:
-    container = {"name": "main", "command": ["true"], "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
+def manifest(name: str, sleep: float = 0.0) -> dict[str, Any]:
+    command = ["sleep", f"{sleep:g}"] if sleep > 0 else ["true"]
+    container = {"name": "main", "command": command, "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
     task = {
         "name": "worker",
         "replicas": 1,
@@ -123,7 +129,9 @@ def one_round(home: Path, client: Client, args: argparse.Namespace, r: int, pid:
     names = [f"r{r}-job-{i}" for i in range(args.jobs)]
     cpu, clients_cpu, start = cpu_seconds(pid), time.process_time(), time.perf_counter()
     life_cpu_from = cpu
-    latencies = in_parallel(home, args.clients, names, lambda c, n: c.apply(manifest(n), submit_dir=str(home)))
+    latencies = in_parallel(
+        home, args.clients, names, lambda c, n: c.apply(manifest(n, args.sleep), submit_dir=str(home))
+    )
     submitted = time.perf_counter() - start
     cpu, clients_cpu = cpu_seconds(pid) - cpu, time.process_time() - clients_cpu
 
@@ -157,6 +165,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sleep", type=float, default=0.0, help="seconds each pod runs (default: `true`)")
     parser.add_argument("--home", type=Path, help="CALDERA_HOME to use (default: a temporary one)")
     args = parser.parse_args()
 

@@ -234,6 +234,7 @@ class Proportion(Plugin):
         super().__init__(ssn, args)
         self._capability: dict[str, Vector] | None = None
         self._deserved: Deserved | None = None
+        self._lenders: dict[str, list[JobInfo]] | None = None
         self.yielding = Yielding(ssn)
         self.borrow = self.settings(lambda p: p.arg_bool("proportion.borrow", False))
 
@@ -292,15 +293,25 @@ class Proportion(Plugin):
     def _lent(self, name: str) -> Vector | None:
         """The resources the queue's jobs hold above their minAvailable (elastic workers), None if nothing."""
         lent: Vector | None = None
-        for job in self.ssn.state.jobs.values():
-            if job.queue != name:
-                continue
+        for job in self.lenders.get(name, ()):
             above = surplus(job)
             if not above:
                 continue
             extra = sum((t.req for t in above), np.zeros_like(job.allocated))
             lent = extra if lent is None else lent + extra
         return lent
+
+    @property
+    def lenders(self) -> dict[str, list[JobInfo]]:
+        """By queue, the jobs that can run workers above their minAvailable (more tasks than it): the only
+        ones `_lent` looks at. Fixed for the session, found on first use: `preemptive` is asked for every
+        starving job, and a pass over every job each time made a full cluster's cycles quadratic."""
+        if self._lenders is None:
+            self._lenders = {}
+            for job in self.ssn.state.jobs.values():
+                if len(job.tasks) > job.min_available:
+                    self._lenders.setdefault(job.queue, []).append(job)
+        return self._lenders
 
     def reclaim_limit(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         return reclaim_victims(self.ssn, self.deserved, candidates, lent=self.borrow)
