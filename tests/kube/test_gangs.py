@@ -191,7 +191,7 @@ def one_whole_job_then_the_other(plane, namespace: str, label: str) -> None:
 @pytest.mark.volcano
 def test_volcano_runs_one_whole_job_then_the_other(plane, namespace, gpu_nodes):
     if not plane.tools.has_volcano():
-        pytest.skip("Volcano's binaries are not built: volcano.sh/apis is not served by the Go module proxy")
+        pytest.skip("Volcano's binaries are not built: run `make volcano-tools` (docs/kubernetes-harness.md)")
     install_volcano_crds(plane)
     start_volcano(plane)
     try:

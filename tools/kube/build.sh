@@ -6,9 +6,9 @@
 #                                      /volcano-crds/ Volcano's CRDs (all of them, jobflow's too, as its
 #                                                   Helm chart installs them), from the volcano.sh/volcano module
 #                                                   pinned in tools/volcano/go.sum
-#   $CACHE/kube/volcano-<v>-<hash>/bin/              vc-scheduler vc-controller-manager (--volcano; only
-#                                                   where the proxy serves volcano.sh/apis, which it
-#                                                   does not here)
+#   $CACHE/kube/volcano-<v>-<hash>/bin/              vc-scheduler vc-controller-manager (--volcano), from the
+#                                                   same module: Volcano v1.14.1 with the published
+#                                                   volcano.sh/apis v1.14.0 (tools/volcano/go.mod says why)
 # <hash> covers the wrapper modules and this script, so a changed pin or flag builds anew; a complete
 # directory is reused as it is. CACHE is $CALDERA_CACHE, else ~/.cache/caldera; the Go module and
 # build caches live there too (go/mod, go/build).
@@ -32,6 +32,7 @@ digest() {
 k8s=$(version_of k8s.io/kubernetes "$here/go.mod")
 kwok=$(version_of sigs.k8s.io/kwok "$here/go.mod")
 volcano=$(version_of volcano.sh/volcano "$volcano_module/go.mod")
+apis=$(version_of volcano.sh/apis "$volcano_module/go.mod")
 kube_dir="$cache/kube/kubernetes-$k8s-kwok-$kwok-$(digest "$here/go.mod" "$here/go.sum" "$volcano_module/go.sum" "$here/build.sh")"
 volcano_dir="$cache/kube/volcano-$volcano-$(digest "$volcano_module/go.mod" "$volcano_module/go.sum" "$here/build.sh")"
 
@@ -76,10 +77,10 @@ build_kube() {
 }
 
 build_volcano() {
-	# volcano.sh/apis comes from the proxy like every other module; where the proxy refuses it (here: 403
-	# for every version), say so and build nothing.
+	# volcano.sh/apis comes from the proxy like every other module; where the proxy refuses it (it answers
+	# 403 for v1.14.1 and later, hence Volcano v1.14.1 with apis v1.14.0), say so and build nothing.
 	if ! (cd "$volcano_module" && go mod download volcano.sh/apis >/dev/null 2>&1); then
-		echo "Volcano $volcano cannot be built here: it needs volcano.sh/apis $volcano, which the Go module" \
+		echo "Volcano $volcano cannot be built here: it needs volcano.sh/apis $apis, which the Go module" \
 			"proxy does not serve (docs/kubernetes-harness.md, Volcano)" >&2
 		exit 3
 	fi

@@ -4,8 +4,8 @@
 the repository's `tools/kube/build.sh --print-dir` where the binaries of the pinned versions are
 cached (`~/.cache/caldera/kube/<versions>/`). It never builds anything: a missing tool is one
 `ToolsMissing` naming the file and the command that makes it. Volcano's scheduler and controller
-manager are optional (`has_volcano()`, `volcano()`): the Go module proxy here does not serve their
-volcano.sh/apis module (docs/kubernetes-harness.md).
+manager are optional (`has_volcano()`, `volcano()`): `make volcano-tools` builds them, where the Go
+module proxy serves their volcano.sh/apis module (docs/kubernetes-harness.md).
 """
 
 from __future__ import annotations
@@ -55,9 +55,8 @@ class KubeTools:
         """vc-scheduler or vc-controller-manager; ToolsMissing saying why they may be absent."""
         if self.volcano_directory is None or not self.has_volcano():
             raise ToolsMissing(
-                f"{name}: Volcano is not built: its volcano.sh/apis module is not served by the Go module proxy "
-                "here (`make volcano-tools` builds it where it is); CALDERA_VOLCANO_TOOLS may name binaries built "
-                "elsewhere (docs/kubernetes-harness.md)"
+                f"{name}: Volcano is not built: run `make volcano-tools` (it says why where it cannot build it); "
+                "CALDERA_VOLCANO_TOOLS may name binaries built elsewhere (docs/kubernetes-harness.md)"
             )
         return self.volcano_directory / "bin" / name
 
