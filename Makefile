@@ -90,8 +90,8 @@ frameworks:
 # The Kubernetes tools of the tests and benchmarks (docs/kubernetes-harness.md): kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl and KWOK built from the Go module proxy, and Volcano's CRDs,
 # once per set of pinned versions (tools/kube, tools/volcano) into ~/.cache/caldera/kube/ (about 10 CPU
-# minutes the first time; nothing after). Volcano's own binaries too (v1.14.1, tools/volcano/go.mod), as
-# `make volcano-tools` does; where the Go module proxy does not serve its volcano.sh/apis, the build says so
+# minutes the first time; nothing after). Volcano's own binaries too (v1.14.1, tools/volcano/go.mod; about 7
+# CPU minutes more the first time), as `make volcano-tools` does; where the Go module proxy does not serve its volcano.sh/apis, the build says so
 # and goes on without them.
 kube-tools:
 	@nice sh tools/kube/build.sh >/dev/null
