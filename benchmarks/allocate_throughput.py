@@ -22,6 +22,7 @@ import time
 from dataclasses import replace
 
 from caldera.core import objects as o
+from caldera.core.errors import CalderaError
 from caldera.scheduler.config import volcano_shape_config
 from caldera.scheduler.policies import load_policy
 from caldera.scheduler.scheduler import Scheduler
@@ -75,6 +76,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--config", default="volcano-shape", help="volcano-shape, or a shipped policy's name")
     args = parser.parse_args()
+    try:  # a bad name is refused before anything runs, with the names there are
+        allocate_only(args.config)
+    except CalderaError as e:
+        parser.error(f"--config: {e}")
     print(
         f"{'nodes':>6} {'gang':>5} {'pods bound':>10} {'decisions/s':>12} {'ms per gang':>12} {'CPU ms per gang':>16}"
     )
