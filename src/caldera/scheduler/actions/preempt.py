@@ -32,8 +32,9 @@ def preempt(ssn: Session) -> None:
         starving = starving_jobs(ssn, qname, "Preempt")
         if not starving:
             continue
-        # The queue's tasks, gathered once: evict_for leaves out the starving job's own.
-        pool = [t for j in state.jobs.values() if j.queue == qname for t in j.tasks.values()]
+        # The queue's placed tasks, gathered once (evict_for leaves out the starving job's own and those
+        # evicted since): a victim is placed, and no task becomes placed while preempt runs.
+        pool = [t for j in state.jobs.values() if j.queue == qname for t in j.tasks.values() if t.status in ALLOCATED]
         for job in starving:
             evict_for(ssn, job, pool, PREEMPTABLE, "Preempt")
         for job in starving:  # Volcano's second phase: between the tasks of one job

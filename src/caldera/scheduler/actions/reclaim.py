@@ -12,7 +12,7 @@ from __future__ import annotations
 from caldera.scheduler.actions.preempt import evict_for, starving_jobs
 from caldera.scheduler.framework import OVERUSED, PREEMPTIVE, RECLAIM_LIMIT, RECLAIMABLE
 from caldera.scheduler.session import Session
-from caldera.scheduler.state import TaskInfo, TaskStatus
+from caldera.scheduler.state import ALLOCATED, TaskInfo, TaskStatus
 
 
 def reclaim(ssn: Session) -> None:
@@ -27,10 +27,11 @@ def reclaim(ssn: Session) -> None:
             if first is None or not ssn.call(PREEMPTIVE, queue, first):
                 continue
             if pool is None:
-                pool = [
+                pool = [  # placed tasks only: no task becomes placed while reclaim runs (see preempt)
                     t
                     for j in state.jobs.values()
                     if j.queue != qname and state.queue(j.queue).reclaimable
                     for t in j.tasks.values()
+                    if t.status in ALLOCATED
                 ]
             evict_for(ssn, job, pool, RECLAIMABLE, "Reclaim", limit=RECLAIM_LIMIT)
