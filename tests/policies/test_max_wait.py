@@ -8,10 +8,13 @@ from typing import Any, cast
 
 import pytest
 
+from caldera.core import objects as o
 from caldera.scheduler.plugins.least_loss import Holder, least_loss
-from caldera.scheduler.policies import policy_text
-from caldera.scheduler.state import JobInfo
+from caldera.scheduler.policies import load_policy, policy_text
+from caldera.scheduler.scheduler import Scheduler
+from caldera.scheduler.state import ClusterState, JobInfo
 from caldera.sim.engine import CHECKPOINT_INTERVAL
+from caldera.testing.builders import make_node, make_pod, make_podgroup
 from caldera.testing.scenario import (
     arrival,
     cluster,
@@ -26,6 +29,7 @@ from caldera.testing.scenario import (
 )
 
 DEFAULT = policy_text("caldera-default")
+GPU = "nvidia.com/gpu"
 LOSSLESS = {CHECKPOINT_INTERVAL: "0"}
 
 
@@ -144,6 +148,41 @@ def test_control_without_a_bound_a_level_0_job_takes_the_gpus_of_a_checkpointing
     )
     assert [e["time"] for e in evictions(report, "big")] == [900.0] * 4
     assert start_time(report, "c") == 900.0
+
+
+def overdue_across_queues() -> tuple[ClusterState, float]:
+    """8 GPUs, queues q1 and q2 of equal weight (4 GPUs deserved each: q1 asks 4, q2 6). Nothing checkpoints.
+    q1 runs small (2 GPUs, since -100); q2 runs r2 (4 GPUs, since 0) and r1 (2 GPUs, since 9 h - 100 s).
+    big (q1, 2 GPUs) has waited since 0: at 9 h it is overdue (8 h), and nothing is free."""
+    now = 9 * 3600.0
+    state = ClusterState()
+    state.set_nodes([make_node("n0", resources={"cpu": "64", "memory": "256Gi", GPU: "8"})])
+    for q in ("q1", "q2"):
+        state.set_queue(o.Queue(o.ObjectMeta(name=q, namespace="")))
+    for name, queue, gpus, since in (("small", "q1", 2, -100.0), ("r1", "q2", 2, now - 100), ("r2", "q2", 4, 0.0)):
+        pg = make_podgroup(name, queue=queue, min_member=gpus, phase=o.PG_RUNNING, created=since)
+        state.set_podgroup(pg)
+        for i in range(gpus):
+            pod = make_pod(name, "w", i, node="n0", phase=o.POD_RUNNING, requests={GPU: "1"}, created=since)
+            pod.status.start_time = since
+            state.set_pod(pod, pg.key)
+    pg = make_podgroup("big", queue="q1", min_member=2, phase=o.PG_INQUEUE, created=0.0)
+    state.set_podgroup(pg)
+    for i in range(2):
+        state.set_pod(make_pod("big", "w", i, requests={GPU: "1"}), pg.key)
+    return state, now
+
+
+def test_an_overdue_job_that_preempt_cannot_help_reclaims_from_another_queue() -> None:
+    """Preempt looks first, at q1's own running job: small would lose its 9 h 100 s run, more than big's 9 h
+    wait covers, so nothing. Reclaim then looks at q2, 2 GPUs above its share: r1 loses its 100 s run, which
+    big's wait covers, so r1 is reclaimed and big placed on its GPUs. (The victims las chose for preempt
+    were once kept for reclaim too: none, and big waited for r2 to end.)"""
+    state, now = overdue_across_queues()
+    result = Scheduler(load_policy("caldera-default")).run_cycle(state, now)
+    assert sorted(e.pod for e in result.evictions) == ["default/r1-w-0", "default/r1-w-1"]
+    assert {e.reason for e in result.evictions} == {"Reclaim"}
+    assert sorted(b.pod for b in result.nominations) == ["default/big-w-0", "default/big-w-1"]
 
 
 @pytest.mark.parametrize("bad", ["soon", "-5m"], ids=["not-a-duration", "negative"])

@@ -84,7 +84,7 @@ class LAS(Plugin):
             )
         )
         self._levels: dict[str, int] = {}
-        self._chosen: dict[str, frozenset[str]] = {}  # an overdue job's victims this session, by job key
+        self._chosen: dict[tuple[str, str], frozenset[str]] = {}  # an overdue job's victims, by job key and action
 
     # ------------------------------------------------------------ levels
 
@@ -172,11 +172,15 @@ class LAS(Plugin):
             if t is not None and job.service.epoch is None and t > self.ssn.now:
                 heapq.heappush(state.order_changes, (t, key))
 
-    def _least_loss(self, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """The candidates of the set of jobs that frees what the overdue job lacks for the least lost work."""
-        chosen = self._chosen.get(job.key)
+    def _least_loss(self, job: JobInfo, candidates: list[TaskInfo], action: str) -> list[TaskInfo]:
+        """The candidates of the set of jobs that frees what the overdue job lacks for the least lost work.
+
+        Chosen once per action and session: the job's tasks ask one after the other, and each must see the
+        same set. Preempt's candidates are the job's own queue's, reclaim's the other queues': a set chosen
+        for one says nothing of the other's."""
+        chosen = self._chosen.get((job.key, action))
         if chosen is None:
-            chosen = self._chosen[job.key] = frozenset(v.key for v in self._choose(job, candidates))
+            chosen = self._chosen[(job.key, action)] = frozenset(v.key for v in self._choose(job, candidates))
         return [c for c in candidates if c.job.key in chosen]
 
     def _choose(self, job: JobInfo, candidates: list[TaskInfo]) -> list[JobInfo]:
@@ -232,9 +236,9 @@ class LAS(Plugin):
     def job_order(self, job: JobInfo) -> tuple[object, ...]:
         return (self.level(job), job.creation)
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo], action: str = "Preempt") -> list[TaskInfo]:
         if self.max_wait >= 0 and self.overdue(preemptor.job):
-            return self._least_loss(preemptor.job, candidates)
+            return self._least_loss(preemptor.job, candidates, action)
         victims = victims_by_rank(preemptor, candidates, self.level)
         if self.max_loss < 0 and self.max_wait < 0:
             return victims
@@ -260,7 +264,7 @@ class LAS(Plugin):
         return job.service.attained(self.ssn.now) <= self.max_loss
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self.preemptable(reclaimer, candidates)
+        return self.preemptable(reclaimer, candidates, "Reclaim")
 
 
 def _max_wait(args: Mapping[str, object]) -> float:
