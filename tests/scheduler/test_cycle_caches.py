@@ -117,3 +117,13 @@ def test_a_cycle_leaves_no_cyclic_garbage(policy: str) -> None:
         if enabled:
             gc.enable()
     assert left == []
+
+
+def test_a_plugin_parsing_its_arguments_twice_gets_each_answer() -> None:
+    """`Plugin.settings` keeps what a parser made of a configuration's arguments; a second parser of the same
+    plugin once got the first one's answer back."""
+    state = cluster()
+    ssn = Session(state, load_policy("caldera-default"), 0.0, registry())
+    plugin = ssn.plugin("proportion")
+    assert plugin.settings(lambda p: p.arg_bool("proportion.borrow", False)) is True
+    assert plugin.settings(lambda p: p.arg_float("proportion.absent", 7.0)) == 7.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import CodeType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
@@ -209,7 +210,7 @@ POINTS: tuple[Point[Any], ...] = (
 
 _IMPLEMENTS: dict[type[Plugin], frozenset[Point[Any]]] = {}
 # (plugin class, id of its arguments) → (the arguments, what the class made of them); see `Plugin.settings`.
-_SETTINGS: dict[tuple[type[Plugin], int], tuple[Mapping[str, object], object]] = {}
+_SETTINGS: dict[tuple[type[Plugin], int, CodeType], tuple[Mapping[str, object], object]] = {}
 
 
 class Plugin:
@@ -240,8 +241,9 @@ class Plugin:
 
     def settings(self, parse: Callable[[Plugin], R]) -> R:
         """What `parse` makes of this plugin's arguments, worked out once per configuration: a plugin is
-        built every cycle, its arguments stay. Keeping the arguments object keeps its id from being reused."""
-        key = (type(self), id(self.args))
+        built every cycle, its arguments stay. Keeping the arguments object keeps its id from being reused;
+        `parse`'s code is in the key, so two calls of one plugin with different parsers get each their own."""
+        key = (type(self), id(self.args), parse.__code__)
         found = _SETTINGS.get(key)
         if found is None or found[0] is not self.args:
             if len(_SETTINGS) > 1024:
