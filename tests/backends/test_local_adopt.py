@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from caldera.backends import shim
 from caldera.backends.process import EXIT_FILE, PROC_FILE, ProcRecord
 from caldera.backends.procfs import group_members, proc_stat
 from caldera.backends.shim import write_json_atomic
+from caldera.backends.spawn import shim_command, spawn
 from caldera.testing.waiting import wait_until
 
 from .harness import NS, Pods, parked, sh
@@ -164,8 +169,49 @@ def test_the_shim_starts_nothing_unless_the_executor_recorded_it(tmp_path):
     )
     assert done.returncode == 1
     assert "not started" in done.stderr
-    assert sorted(os.listdir(tmp_path)) == []
+    assert sorted(os.listdir(tmp_path)) == [shim.UNSTARTED_FILE]
+    assert (tmp_path / shim.UNSTARTED_FILE).read_text() == "0\n"
     assert ProcRecord.load(tmp_path / PROC_FILE) is None
+
+
+@pytest.mark.parametrize("adopted", ["after", "at-the-gate"])
+def test_an_attempt_recorded_but_never_let_through_its_gate_is_not_reported_ended(pods: Pods, adopted: str) -> None:
+    """The executor died between writing proc.json and opening the shim's gate: the shim reads EOF and runs
+    nothing. A new executor's adopt() reports nothing for it (it once reported an end, exit 137, and a job
+    with no retry failed though nothing of it ran), drops its proc.json, and `past` says the attempt never
+    started, so the owner starts it. Adopted after the shim has gone, or while it still waits at its gate."""
+    where = pods.dir("gated")
+    where.mkdir(parents=True)
+    gate_r, gate_w = os.pipe()
+    command = shim_command()
+    try:
+        pid = spawn(command[0], [*command, str(where), "1", "--", "/bin/sh", "-c", "touch ran"],
+                    stdin=gate_r, log=str(where / "log"), blocked=(), defaults=frozenset())  # fmt: skip
+    finally:
+        os.close(gate_r)
+    stat = proc_stat(pid)
+    assert stat is not None
+    write_json_atomic(where / PROC_FILE, ProcRecord(pid, stat.start_ticks, 1).to_json(("/bin/sh",)))
+    new, _ = pods.executor()
+    if adopted == "after":
+        os.close(gate_w)  # the executor dies: its end of the gate closes
+        os.waitpid(pid, 0)
+        found = new.adopt()
+    else:
+        closer = threading.Timer(0.2, os.close, [gate_w])  # while adopt() waits on the shim at its gate
+        closer.start()
+        try:
+            found = new.adopt()
+        finally:
+            closer.join()
+        with contextlib.suppress(ChildProcessError):  # adopt() reaped it (the old executor was this process)
+            os.waitpid(pid, 0)
+    assert found == []
+    assert new.running() == []
+    assert not (where / PROC_FILE).exists()
+    assert new.past(f"{NS}/gated", 1) is None
+    assert not (where / "ran").exists()
+    new.stop_all(grace=0)
 
 
 def test_past_tells_an_attempt_whose_end_was_handed_out_from_one_never_started(pods: Pods):

@@ -181,7 +181,9 @@ class LocalExecutor:
             if record is None:
                 _log.warning("pod %s: unreadable %s, left alone", key, proc_path)
                 continue
-            events.append(self._adopt_one(key, proc_path.parent, record))
+            event = self._adopt_one(key, proc_path.parent, record)
+            if event is not None:
+                events.append(event)
         return events
 
     def past(self, key: str, attempt: int) -> ProcessEvent | None:
@@ -343,8 +345,21 @@ class LocalExecutor:
 
     # -- adopting ----------------------------------------------------------------------------------
 
-    def _adopt_one(self, key: str, where: Path, record: ProcRecord) -> ProcessEvent:
+    def _adopt_one(self, key: str, where: Path, record: ProcRecord) -> ProcessEvent | None:
         pidfd = open_same(record.pid, record.start_ticks)
+        if pidfd is not None and _at_gate(record.pid):
+            # Its executor died after recording the attempt and before opening the gate: the shim reads
+            # EOF, starts nothing and says so (`shim.UNSTARTED_FILE`). Wait for that, then see below.
+            wait_exited([pidfd], 10.0)
+        if _unstarted(where, record.attempt):
+            # Nothing of the attempt ran: no end to hand out. proc.json goes (not to proc.done.json, which
+            # would make `past` report it ended), and the owner starts the attempt, as if never recorded.
+            if pidfd is not None:
+                wait_exited([pidfd], 10.0)
+                os.close(pidfd)
+            reap(record.pid)
+            os.unlink(where / PROC_FILE)
+            return None
         outcome = Outcome.load(where, record.attempt)
         if pidfd is not None and outcome is None:
             with self._cond:
@@ -367,6 +382,23 @@ class LocalExecutor:
         code = 137 if status is None else exit_code_of(status)
         note = "ended while nobody watched, without recording an exit code (its shim was killed)"
         return ProcessEvent(key, "exited", code, record.attempt, self._clock.now(), note)
+
+
+def _at_gate(pid: int) -> bool:
+    """Whether the shim `pid` has read no order yet: its stdin is still the gate, a pipe (after the gate,
+    both shims put /dev/null there)."""
+    try:
+        return os.readlink(f"/proc/{pid}/fd/0").startswith("pipe:")
+    except OSError:
+        return False
+
+
+def _unstarted(where: Path, attempt: int) -> bool:
+    """Whether the shim of `attempt` found its gate closed with no order, and so started nothing."""
+    try:
+        return (where / shim.UNSTARTED_FILE).read_text().strip() == str(attempt)
+    except (OSError, ValueError):
+        return False
 
 
 def _write_record(path: str, text: str) -> None:

@@ -6,6 +6,7 @@ A pod's directory, ``<home>/pods/<ns>/<name>/``, holds
   proc.json       the attempt that runs, or whose end was not handed out yet: pid, pgid, start_ticks, attempt, argv
   proc.done.json  the last attempt whose end was handed out (kept for post-mortems)
   exit            written by the shim when an attempt ends: exit_code, attempt, finished_at
+  unstarted       written by the shim whose gate closed with no order: the attempt, of which nothing ran
   ...             the files the spec asked for (hosts files, ...)
 
 Invariant: proc.json exists exactly while an attempt has been started and its end not yet handed
@@ -24,13 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from caldera.backends.shim import EXIT_FILE, TIMES_FILE, read_json
+from caldera.backends.shim import EXIT_FILE, TIMES_FILE, UNSTARTED_FILE, read_json
 
 LOG_FILE = "log"
 ATTEMPT_HEADER = re.compile(rb"=== attempt \d+ started \S+ ===\r?\n?")  # opens each attempt's part of the log
 PROC_FILE = "proc.json"
 DONE_FILE = "proc.done.json"
-_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE, TIMES_FILE})
+_RESERVED = frozenset({LOG_FILE, PROC_FILE, DONE_FILE, EXIT_FILE, TIMES_FILE, UNSTARTED_FILE})
 
 EventKind = Literal["exited", "stopped", "running"]
 
@@ -173,8 +174,9 @@ def prepare(spec: ProcessSpec, where: Path, now: float) -> Path:
         path = where / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(base, EXIT_FILE))  # the previous attempt's
+    for stale in (EXIT_FILE, UNSTARTED_FILE):  # the previous attempt's, or this one's before it was started again
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(base, stale))
     started = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
     fd = os.open(os.path.join(base, LOG_FILE), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:

@@ -481,6 +481,17 @@ static void write_exit(int code, long attempt) {
         dprintf(2, "caldera: cannot record the exit code: %s\n", strerror(errno));
 }
 
+/* The gate closed with no order: the executor died (or failed) after recording this attempt and before
+   opening the gate. Nothing of the user's runs; this file says so to the executor that adopts the pod. */
+static void write_unstarted(long attempt) {
+    char tmp[64], record[32];
+    snprintf(tmp, sizeof tmp, ".unstarted.%d.tmp", (int)getpid());
+    int len = snprintf(record, sizeof record, "%ld\n", attempt);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || write_all(fd, record, (size_t)len) < 0 || close(fd) < 0 || rename(tmp, "unstarted") < 0)
+        dprintf(2, "caldera: cannot record that nothing started: %s\n", strerror(errno));
+}
+
 int main(int argc, char **argv) {
     if (argc < 5 || strcmp(argv[3], "--") != 0) {
         dprintf(2, "usage: caldera-shim POD_DIR ATTEMPT -- ARGV...\n");
@@ -510,6 +521,7 @@ int main(int argc, char **argv) {
     char **env = raw ? decode_order(raw, len, &cwd) : NULL;
     if (!env) {
         dprintf(2, "caldera: not started: the executor did not record this attempt\n");
+        write_unstarted(attempt);
         return 1;
     }
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC); /* the gate is done with */

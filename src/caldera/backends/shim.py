@@ -51,6 +51,7 @@ else:
     import _signal as signal  # the C module behind `signal`: the same functions and numbers, no enum
 
 EXIT_FILE = "exit"
+UNSTARTED_FILE = "unstarted"  # the attempt whose gate closed with no order: nothing of it ran
 LOG = "log"  # the pod's log, the shim's stdout (`process.LOG_FILE`)
 TIMES_FILE = "log.times"  # "OFFSET SECONDS\n": a line of the log starting there, and the lines after it, came then
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
@@ -299,11 +300,15 @@ def main(args: list[str]) -> int:
         signal.signal(sig, fwd)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # the executor starts us with them blocked
     _become_subreaper()
-    with os.fdopen(0, "rb") as gate:
+    with os.fdopen(0, "rb", closefd=False) as gate:
         order = decode_order(gate.read())
-    if order is None:
+    if order is None:  # said before the gate leaves fd 0: an adopter waits while a pipe is there
         print("caldera: not started: the executor did not record this attempt", file=sys.stderr, flush=True)
+        write_atomic(os.path.join(pod_dir, UNSTARTED_FILE), f"{attempt}\n")
         return 1
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the gate is done with: a pipe at fd 0 means a shim still at its gate (adopt)
+    os.close(devnull)
     log = _LogCopier(pod_dir)
     code = _run(argv, *order, fwd, log)
     kill_group(os.getpgrp(), spare=os.getpid())
