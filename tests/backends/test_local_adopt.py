@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 
 import pytest
 
-from caldera.backends import shim
+from caldera.backends import local, shim
 from caldera.backends.process import EXIT_FILE, PROC_FILE, ProcRecord
 from caldera.backends.procfs import group_members, proc_stat
 from caldera.backends.shim import write_json_atomic
@@ -175,7 +174,9 @@ def test_the_shim_starts_nothing_unless_the_executor_recorded_it(tmp_path):
 
 
 @pytest.mark.parametrize("adopted", ["after", "at-the-gate"])
-def test_an_attempt_recorded_but_never_let_through_its_gate_is_not_reported_ended(pods: Pods, adopted: str) -> None:
+def test_an_attempt_recorded_but_never_let_through_its_gate_is_not_reported_ended(
+    pods: Pods, adopted: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The executor died between writing proc.json and opening the shim's gate: the shim reads EOF and runs
     nothing. A new executor's adopt() reports nothing for it (it once reported an end, exit 137, and a job
     with no retry failed though nothing of it ran), drops its proc.json, and `past` says the attempt never
@@ -198,12 +199,19 @@ def test_an_attempt_recorded_but_never_let_through_its_gate_is_not_reported_ende
         os.waitpid(pid, 0)
         found = new.adopt()
     else:
-        closer = threading.Timer(0.2, os.close, [gate_w])  # while adopt() waits on the shim at its gate
-        closer.start()
-        try:
-            found = new.adopt()
-        finally:
-            closer.join()
+        waited: list[int] = []
+
+        def gate_closed_then_wait(pidfds: list[int], timeout: float) -> bool:
+            # adopt() found the shim at its gate and waits for it: the old executor's end closes only now
+            if not waited:
+                os.close(gate_w)
+            waited.append(len(pidfds))
+            return real_wait(pidfds, timeout)
+
+        real_wait = local.wait_exited
+        monkeypatch.setattr(local, "wait_exited", gate_closed_then_wait)
+        found = new.adopt()
+        assert waited, "adopt() should have waited for the shim at its gate"
         with contextlib.suppress(ChildProcessError):  # adopt() reaped it (the old executor was this process)
             os.waitpid(pid, 0)
     assert found == []
