@@ -18,6 +18,8 @@ from .volcanojobs import (
     QUEUES,
     events_of,
     kubectl_create,
+    operator_pod,
+    podgroup,
     pods_of,
     task,
     volcano_job,
@@ -67,7 +69,7 @@ def reasons(plane, namespace: str, pod: str) -> set[str]:
     return {e["reason"] for e in events_of(plane, namespace, pod)}
 
 
-def test_a_high_priority_gang_preempts_a_whole_low_gang(plane, caldera, namespace, nodes):
+def priority_classes(plane) -> None:
     for name, value in (("bench-high", 1000), ("bench-low", 10)):
         if plane.kubectl("get", "priorityclass", name).returncode != 0:
             pc = {
@@ -77,6 +79,10 @@ def test_a_high_priority_gang_preempts_a_whole_low_gang(plane, caldera, namespac
                 "value": value,
             }
             plane.kube.create(resource_path("scheduling.k8s.io/v1", "priorityclasses"), pc)
+
+
+def test_a_high_priority_gang_preempts_a_whole_low_gang(plane, caldera, namespace, nodes):
+    priority_classes(plane)
     kubectl_create(plane, namespace, gang("low", 4, nodes, priorityClassName="bench-low"))
     wait_until(lambda: bound(plane, namespace, "low") == 4, 120, "the low gang to run", interval=0.2)
     kubectl_create(plane, namespace, gang("high", 2, nodes, priorityClassName="bench-high"))
@@ -85,6 +91,28 @@ def test_a_high_priority_gang_preempts_a_whole_low_gang(plane, caldera, namespac
     wait_until(lambda: all("Preempted" in reasons(plane, namespace, f"low-worker-{i}") for i in range(4)), 60,
                "a Preempted event for each low worker", interval=0.2)  # fmt: skip
     assert wait_phase(plane, namespace, "high", "Running")["status"]["running"] == 2
+
+
+def test_a_high_priority_gang_preempts_another_operators_whole_gang(plane, caldera, namespace, nodes):
+    """Pods of another operator (their PodGroup and PriorityClass its own) are preempted as a Job's are: deleted,
+    the whole gang, with a Preempted event each; their operator makes them again if it wants."""
+    priority_classes(plane)
+    pods = resource_path("v1", "pods", namespace=namespace)
+    group = podgroup("low-op", 4, priorityClassName="bench-low")
+    plane.kube.create(resource_path(*PODGROUPS, namespace=namespace), group)
+    for i in range(4):
+        plane.kube.create(pods, operator_pod(f"low-op-{i}", nodes, group="low-op", priorityClassName="bench-low"))
+
+    def op_bound() -> int:
+        listed = plane.kube.list_all(pods)[0]
+        return sum(1 for p in listed if p["metadata"]["name"].startswith("low-op-") and p["spec"].get("nodeName"))
+
+    wait_until(lambda: op_bound() == 4, 120, "the operator's gang to run", interval=0.2)
+    kubectl_create(plane, namespace, gang("high", 2, nodes, priorityClassName="bench-high"))
+    wait_until(lambda: bound(plane, namespace, "high") == 2, 120, "the high gang to run", interval=0.2)
+    assert op_bound() == 0  # all four went, not two
+    wait_until(lambda: all("Preempted" in reasons(plane, namespace, f"low-op-{i}") for i in range(4)), 60,
+               "a Preempted event for each of the operator's pods", interval=0.2)  # fmt: skip
 
 
 def test_a_queue_reclaims_its_share_by_whole_gangs(plane, caldera, namespace, nodes):

@@ -17,7 +17,17 @@ from caldera.testing.kube.calderactl import lease_holder, start_caldera
 from caldera.testing.waiting import wait_until
 from caldera.utils.clock import SystemClock
 
-from .volcanojobs import JOBS, events_of, kubectl_create, task, volcano_job, wait_phase
+from .volcanojobs import (
+    JOBS,
+    PODGROUPS,
+    events_of,
+    kubectl_create,
+    operator_pod,
+    podgroup,
+    task,
+    volcano_job,
+    wait_phase,
+)
 
 pytestmark = pytest.mark.kube
 CLOCK = SystemClock()
@@ -104,6 +114,45 @@ def test_a_controller_killed_with_jobs_in_flight_is_replaced_and_binds_each_pod_
                 assert rebound == {}  # and each was bound once
     finally:
         plane.stop_process("caldera-restarted")
+
+
+def test_a_restarted_controller_counts_other_operators_pods_and_binds_what_waits(plane, namespace, nodes):
+    """Another operator's gang fills the eight nodes; the controller is killed, a pod of its own is made meanwhile,
+    and the new controller neither binds the gang again nor places the newcomer in room that is not there."""
+    install_volcano_crds(plane)
+    start_caldera(plane, name="caldera-operators")
+    pods = resource_path("v1", "pods", namespace=namespace)
+    try:
+        with PodHistory(plane, namespace) as history:
+            plane.kube.create(resource_path(*PODGROUPS, namespace=namespace), podgroup("full", 8))
+            for i in range(8):
+                plane.kube.create(pods, operator_pod(f"full-{i}", nodes, group="full", gpus=0, cpu="8"))
+            wait_until(lambda: history.bound() == 8, 120, "the gang on all eight nodes", condition=history.condition)
+            kill(plane, "caldera-operators")
+            late = plane.kube.create(pods, operator_pod("late", nodes, gpus=0, cpu="1"))
+            start_caldera(plane, name="caldera-operators")
+            # Its PodGroup is written with the phase the new controller's first look gave it, after that turn's
+            # bindings: no room, so the pod is not bound.
+            group = resource_path(*PODGROUPS, namespace=namespace, name=f"podgroup-{late['metadata']['uid']}")
+            wait_until(lambda: _exists(plane, group), 120, "the newcomer's PodGroup", interval=0.2)
+            with history.condition:
+                assert not history.nodes.get("late")
+            plane.kube.delete(f"{pods}/full-0", grace_period_seconds=0)
+            wait_until(lambda: history.nodes.get("late"), 120, "the newcomer bound", condition=history.condition)
+            with history.condition:
+                assert history.error is None
+                rebound = {name: nodes for name, nodes in history.nodes.items() if len(nodes) != 1}
+                assert rebound == {}  # each bound once
+    finally:
+        plane.stop_process("caldera-operators")
+
+
+def _exists(plane, path: str) -> bool:
+    try:
+        plane.kube.get(path)
+    except KubeError:
+        return False
+    return True
 
 
 def scheduled_by(plane, namespace: str, pod: str) -> set[str]:

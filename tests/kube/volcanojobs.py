@@ -60,6 +60,39 @@ def volcano_job(name: str, *tasks: JSON, **spec: object) -> JSON:
     }
 
 
+def operator_pod(name: str, label: str, *, group: str = "", gpus: int = 1, cpu: str = "1", **spec: object) -> JSON:
+    """A pod as another operator writes it (Kubeflow's, a Deployment's): caldera's schedulerName, `cpu` and `gpus`, the
+    PodGroup `group` named in its annotation (none: a pod on its own); `spec` adds to its spec."""
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "schedulerName": "caldera",
+            "restartPolicy": "Never",
+            "nodeSelector": {"test": label},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"cpu": cpu}, "limits": {"nvidia.com/gpu": str(gpus)} if gpus else {}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def podgroup(name: str, min_member: int, **spec: object) -> JSON:
+    return {
+        "apiVersion": PODGROUPS[0],
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
 def kubectl_create(plane, namespace: str, obj: JSON) -> None:
     done = plane.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(obj))
     assert done.returncode == 0, done.stderr

@@ -43,6 +43,7 @@ from caldera.scheduler.state import ClusterState
 from caldera.system.backoff import RestartBackoff
 from caldera.system.decisions import apply_cycle
 from caldera.system.executor import Executor
+from caldera.system.foreign import ForeignGroups
 from caldera.system.history import Attempts, PodAttempt
 from caldera.system.reconcile import JobReconciler
 from caldera.utils.clock import Clock
@@ -51,7 +52,7 @@ MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any r
 CRASH_LOOP = "CrashLoopBackOff"  # the reason of a pod waiting out its restart back-off, as the kubelet says it
 
 
-class ControlPlane(JobReconciler):
+class ControlPlane(JobReconciler, ForeignGroups):
     def __init__(
         self,
         scheduler: Scheduler,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from caldera.backends.kube.foreign import JOB_PREFIX
 from caldera.backends.kube.recorder import EventRecorder, ObjectRef
 from caldera.core import objects as o
 
@@ -46,6 +47,9 @@ class PlaneEvents:
             key = f"{ev.namespace}/{ev.object}"
             if kind == "Pod":
                 ref = ObjectRef("v1", "Pod", ev.namespace, ev.object, pod_uid(key))
+            elif ev.object.startswith(JOB_PREFIX):  # another operator's group: told on its PodGroup
+                name = ev.object[len(JOB_PREFIX) :]
+                ref = ObjectRef(o.SCHEDULING_API, "PodGroup", ev.namespace, name, job_uid(key))
             else:
                 ref = ObjectRef(o.JOB_API, "Job", ev.namespace, ev.object, job_uid(key))
             message = ev.message

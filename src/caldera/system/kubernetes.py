@@ -11,7 +11,8 @@ loses its Lease stops acting at once (`LeaderLost`); a standby takes over and re
 
 What each kind's watch means to the plane: Jobs in `kubejobs` (admitted with Volcano's webhook defaults,
 refused with a Rejected status and event, scaled, restored); Nodes, PriorityClasses, Queues, Commands and
-the pods of other schedulers in `kubewatch`; pods this controller wrote in `kubepods`.
+the pods of other schedulers in `kubewatch`; pods this controller wrote in `kubepods`; the pods and PodGroups
+of other operators that name caldera's schedulerName in `kubegroups`.
 
 Invariants: only the loop thread touches the plane; nothing is written before the first full list
 of every kind was applied (so a restarted controller never re-creates or re-binds what exists);
@@ -31,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from caldera.backends.kube.client import JSON, KubeClient, KubeError, NotFound, resource_path
+from caldera.backends.kube.foreign import JOB_PREFIX, OPERATOR_PODGROUPS
 from caldera.backends.kube.informer import Informer, object_key
 from caldera.backends.kube.lease import Elector, LeaseTimes
 from caldera.backends.kube.recorder import EventRecorder
@@ -40,6 +42,7 @@ from caldera.scheduler.config import SchedulerConfig
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
 from caldera.system.kubeevents import PlaneEvents
+from caldera.system.kubegroups import OperatorGroups
 from caldera.system.kubejobs import JobWatch, safely
 from caldera.system.kubepods import KubePods
 from caldera.system.kubestatus import StatusWriter
@@ -52,6 +55,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "priorityclasses": ("scheduling.k8s.io/v1", "priorityclasses"),
     "queues": (o.SCHEDULING_API, "queues"),
     "podgroups": (o.SCHEDULING_API, "podgroups"),
+    "operator-podgroups": (o.SCHEDULING_API, "podgroups"),  # other operators' (SELECTORS), watched
     "jobs": (o.JOB_API, "jobs"),
     "commands": ("bus.volcano.sh/v1alpha1", "commands"),
     "pods": ("v1", "pods"),
@@ -60,6 +64,7 @@ LEASE_NAME = "caldera-controller"
 # Kinds read once, at start (to rebuild): afterwards the leader is their only writer, and watching its own
 # writes come back would only cost parsing (a PodGroup's ADDED and MODIFIED events for every job).
 LISTED_ONLY = frozenset({"podgroups"})
+SELECTORS = {"operator-podgroups": OPERATOR_PODGROUPS}  # label selectors: the PodGroups caldera made for Jobs left out
 API_REQUESTS = "API requests sent:"
 STARTED = "started"  # logged by `caldera controller` once its modules are imported
 LISTED = "listed"  # logged as each kind's first list is in: "listed jobs: 1000" (benchmarks/kube_startup.py)
@@ -119,12 +124,14 @@ class KubeController:
         self.cluster = ClusterWatch(
             kube, self.plane, self.pods, self.api["nodes"], settings.scheduler_name, self.synced
         )
+        self.groups = OperatorGroups(self.plane, self.pods, self.status, settings.scheduler_name)
         self._unsynced = set(KINDS)
         self._handlers: dict[str, Callable[[str, JSON], None]] = {
             "nodes": self.cluster.on_nodes,
             "priorityclasses": self.cluster.on_priorityclasses,
             "queues": self.cluster.on_queues,
             "podgroups": lambda change, obj: None,  # caldera writes them; listed (not watched) to rebuild
+            "operator-podgroups": self.groups.on_podgroups,
             "jobs": self.jobs.on_jobs,
             "commands": self.cluster.on_commands,
             "pods": self._on_pods,
@@ -152,6 +159,7 @@ class KubeController:
                     read_timeout=self.settings.read_timeout,
                     on_synced=self._synced(kind),
                     watch=kind not in LISTED_ONLY,
+                    label_selector=SELECTORS.get(kind),
                 )
                 self._informers.append(informer.start())
             self._loop(stop)
@@ -280,6 +288,7 @@ class KubeController:
     def _on_pods(self, change: str, obj: JSON) -> None:
         self.pods.pod_event(self.plane, change, obj)
         self.cluster.foreign_pod(change, obj)
+        self.groups.on_pod(change, obj)
 
     def _rebuild(self) -> None:
         """Everything listed: the plane as the API server holds it (a restart), before anything is written."""
@@ -299,6 +308,10 @@ class KubeController:
 
         for obj in list(self.api["jobs"].values()):
             safely("jobs", "ADDED", obj, restore_job)
+        for obj in list(self.api["operator-podgroups"].values()):
+            safely("operator-podgroups", "ADDED", obj, self._handle)
+        for obj in list(self.api["pods"].values()):
+            safely("pods", "ADDED", obj, lambda _, c, obj: self.groups.on_pod(c, obj))
         for obj in list(self.api["commands"].values()):
             safely("commands", "ADDED", obj, self._handle)
         log.info(
@@ -335,6 +348,9 @@ class KubeController:
         return api.uid if api is not None else ""
 
     def _job_uid(self, key: str) -> str:
+        if JOB_PREFIX in key:  # another operator's group: its events are about its PodGroup
+            pg = self.plane.podgroups.get(key)
+            return pg.metadata.uid if pg is not None else ""
         job = self.plane.jobs.get(key)
         return job.metadata.uid if job is not None else ""
 

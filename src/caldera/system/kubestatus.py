@@ -60,6 +60,8 @@ class StatusWriter:
         self._counted: dict[str, tuple[str, str]] = {}  # job key → (queue, phase) of its PodGroup, counted
         self._queue_counts: dict[str, Counter[str]] = {}  # queue → its PodGroups by phase
         self.rejected: dict[str, JSON] = {}  # job key → a status the controller wrote for a job it refused
+        # podgroup key → the ownerReferences of a group made for another operator's pod (not owned by a Job)
+        self.group_owners: dict[str, list[JSON]] = {}
 
     def adopt_podgroup(self, pg: JSON) -> None:
         meta = pg["metadata"]
@@ -183,8 +185,12 @@ class StatusWriter:
 
     def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
         job_key, pg = item
-        job = plane.jobs.get(job_key)
-        body = podgroup_to_api(pg, job.metadata.uid if job is not None else "")
+        owners = self.group_owners.get(pg.key)
+        if owners is not None:
+            body = podgroup_to_api(pg, owners=owners)
+        else:
+            job = plane.jobs.get(job_key)
+            body = podgroup_to_api(pg, job.metadata.uid if job is not None else "")
         body["status"] = podgroup_status_to_api(pg)
         path = resource_path(*PODGROUPS, namespace=pg.metadata.namespace)
         try:

@@ -28,6 +28,7 @@ from caldera.core.podspec import Taint
 from caldera.core.resources import format_resource_list, parse_resource_list
 
 JSON = dict[str, Any]
+JOB_PODGROUP_LABEL = "caldera.dev/job-podgroup"  # on the PodGroups made for Jobs
 
 
 # ---------------------------------------------------------------- time
@@ -214,17 +215,22 @@ def job_status_to_api(status: o.JobStatus, task_counts: Mapping[str, Mapping[str
     return out
 
 
-def podgroup_to_api(pg: o.PodGroup, job_uid: str) -> JSON:
-    """A new PodGroup, owned by its Job (deleted with it)."""
+def podgroup_to_api(pg: o.PodGroup, job_uid: str = "", *, owners: list[JSON] | None = None) -> JSON:
+    """A new PodGroup, owned by its Job (deleted with it) and labelled as a Job's (the controller's watch of other
+    operators' PodGroups leaves these out); or, for another operator's pod, owned by `owners`."""
+    labels = dict(pg.metadata.labels)
+    if owners is None:
+        owners = [owner_reference(pg.job, job_uid)]
+        labels[JOB_PODGROUP_LABEL] = "true"
     return {
         "apiVersion": o.SCHEDULING_API,
         "kind": "PodGroup",
         "metadata": {
             "name": pg.metadata.name,
             "namespace": pg.metadata.namespace,
-            "labels": dict(pg.metadata.labels),
+            "labels": labels,
             "annotations": dict(pg.metadata.annotations),
-            "ownerReferences": [owner_reference(pg.job, job_uid)],
+            "ownerReferences": owners,
         },
         "spec": {
             "minMember": pg.min_member,

@@ -1,0 +1,130 @@
+"""Pods of other operators on Kubernetes: what the PodGroup and pod watches tell the plane about them.
+
+A pod naming caldera's `schedulerName` that no Volcano Job owns (a Kubeflow PyTorchJob's, a Deployment's, a
+bare pod) is scheduled with its PodGroup, as Volcano's scheduler does (`backends.kube.foreign` says which
+group and how each is read):
+
+- a PodGroup another operator made goes to the plane (`ControlPlane.put_group`), its spec changes too; a
+  deleted one leaves it (its waiting pods wait again);
+- a pod naming a group not seen yet waits for it; a pod naming none gets a group of its own, made as
+  Volcano's PodGroup controller makes it (written by the status writer, owned by the pod's controller or
+  the pod);
+- a pod enters the plane once (`put_pod`), and `KubePods` knows it as written (so the scheduler's placement
+  is one `pods/binding`, its preemption a delete, and its end or deletion comes back through `pod_event`);
+- the group's phase and conditions are written to the PodGroup's status by the status writer, as for a Job's.
+
+Invariant: called on the controller's loop thread only; caldera never creates, restarts or deletes such a
+pod but for preemption, reclaim and a lost node.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from caldera.backends.kube.client import JSON
+from caldera.backends.kube.foreign import (
+    JOB_PREFIX,
+    group_name,
+    implicit_podgroup,
+    names_group,
+    owned_by_volcano_job,
+    pod_from_api,
+    podgroup_from_api,
+)
+from caldera.backends.kube.informer import object_key
+from caldera.core.errors import CalderaError
+from caldera.system.control import ControlPlane
+from caldera.system.kubepods import KubePods
+from caldera.system.kubestatus import StatusWriter
+
+log = logging.getLogger("caldera.kube")
+
+
+class OperatorGroups:
+    def __init__(self, plane: ControlPlane, pods: KubePods, status: StatusWriter, scheduler_name: str) -> None:
+        self.plane = plane
+        self.pods = pods
+        self.status = status
+        self.scheduler_name = scheduler_name
+        self.groups: dict[str, tuple[str, JSON]] = {}  # podgroup key → (uid, spec) of a group in the plane
+        self.waiting: dict[str, dict[str, JSON]] = {}  # podgroup key → pod key → pods naming it, before it is seen
+        self.refused: set[str] = set()  # uids of pods and PodGroups that could not be read (reported once)
+
+    def on_podgroups(self, change: str, obj: JSON) -> None:
+        if owned_by_volcano_job(obj):
+            return  # a Job's, caldera's own
+        key = object_key(obj)
+        ns, name = key.split("/", 1)
+        job_key = f"{ns}/{JOB_PREFIX}{name}"
+        uid, spec = str(obj["metadata"].get("uid", "")), obj.get("spec") or {}
+        if change == "DELETED":
+            if self.groups.get(key, ("",))[0] == uid:
+                del self.groups[key]
+                self.plane.drop_group(job_key)
+            return
+        known = self.groups.get(key)
+        if known == (uid, spec):
+            return  # its status changed (the scheduler's own writes coming back)
+        try:
+            pg = podgroup_from_api(obj)
+        except CalderaError as e:
+            self._refuse(uid, f"podgroup {key} is not scheduled: {e}")
+            return
+        if known is None or known[0] != uid:
+            self.status.adopt_podgroup(obj)
+        self.groups[key] = (uid, spec)
+        self.plane.put_group(job_key, pg)
+        for pod in self.waiting.pop(key, {}).values():
+            self._add(pod)
+
+    def on_pod(self, change: str, obj: JSON) -> None:
+        """Every pod event (after `KubePods.pod_event`, which follows the pods already in the plane)."""
+        spec = obj.get("spec") or {}
+        if spec.get("schedulerName") != self.scheduler_name or owned_by_volcano_job(obj):
+            return
+        key = object_key(obj)
+        group = f"{key.split('/', 1)[0]}/{group_name(obj)}"
+        if change == "DELETED":
+            waiting = self.waiting.get(group)
+            if waiting is not None:
+                waiting.pop(key, None)
+                if not waiting:
+                    del self.waiting[group]
+            return
+        known = self.pods.api.get(key)
+        if known is not None and known.uid == obj["metadata"].get("uid"):
+            return  # in the plane: `KubePods.pod_event` follows it
+        if group not in self.groups:
+            if names_group(obj):
+                self.waiting.setdefault(group, {})[key] = obj  # its PodGroup is not there yet
+                return
+            if not self._make_group(obj, group):
+                return
+        self._add(obj)
+
+    def _make_group(self, pod: JSON, group: str) -> bool:
+        """The group of a pod that names none (Volcano's `podgroup-<uid>`), into the plane; the status writer makes it."""
+        try:
+            pg, owners = implicit_podgroup(pod)
+        except CalderaError as e:
+            self._refuse(str(pod["metadata"].get("uid", "")), f"pod {object_key(pod)} is not scheduled: {e}")
+            return False
+        self.status.group_owners[group] = owners
+        self.groups[group] = ("", {})  # its uid comes with the watch's ADDED, once it is written
+        self.plane.put_group(f"{pg.metadata.namespace}/{pg.job}", pg)
+        return True
+
+    def _add(self, obj: JSON) -> None:
+        uid = str(obj["metadata"].get("uid", ""))
+        try:
+            pod = pod_from_api(obj, self.plane.state.priority_of)
+        except CalderaError as e:
+            self._refuse(uid, f"pod {object_key(obj)} is not scheduled: {e}")
+            return
+        self.pods.adopt(obj)
+        self.plane.put_pod(pod)
+
+    def _refuse(self, uid: str, message: str) -> None:
+        if uid not in self.refused:
+            self.refused.add(uid)
+            log.warning("%s", message)
