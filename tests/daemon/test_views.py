@@ -176,3 +176,11 @@ def test_describe_says_the_version_to_watch_from(cluster: EmbeddedCluster) -> No
     before = cluster.info()["resourceVersion"]
     seen = cluster.describe_job("default", "d")
     assert before <= seen["resourceVersion"] <= cluster.info()["resourceVersion"]
+
+
+def test_describe_counts_the_podgroups_pods(cluster: EmbeddedCluster) -> None:
+    """As Volcano's scheduler writes a PodGroup's status: its running, succeeded and failed pods."""
+    cluster.apply(job("d", sleeper(), replicas=2))
+    running(cluster, "d", 2)
+    status = cluster.describe_job("default", "d")["podgroup"]["status"]
+    assert (status["phase"], status["running"], status["succeeded"], status["failed"]) == ("Running", 2, 0, 0)

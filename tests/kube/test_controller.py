@@ -34,6 +34,7 @@ def test_a_volcano_job_runs_to_completed_with_volcanos_pods(plane, caldera, name
         "the PodGroup's status phase Running",
         interval=0.2,
     )
+    assert plane.kube.get(group_path)["status"]["running"] == 3  # its pods, counted as Volcano's scheduler does
     done = wait_phase(plane, namespace, "hello", "Completed")
     uid = done["metadata"]["uid"]
     assert done["status"]["succeeded"] == 3

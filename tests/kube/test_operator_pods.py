@@ -74,6 +74,7 @@ def test_pods_naming_another_operators_podgroup_are_placed_as_its_gang(plane, ca
         "the PodGroup's phase Running",
         interval=0.2,
     )
+    assert group_status(plane, namespace, "trainer")["running"] == 3
     assert "Scheduled" in {e["reason"] for e in events_of(plane, namespace, "trainer-0")}
     # caldera did not take the group over: it is still the operator's, owned by nobody caldera made.
     group = plane.kube.get(resource_path(*PODGROUPS, namespace=namespace, name="trainer"))

@@ -50,7 +50,15 @@ from caldera.controller.events import (
     task_failed,
     task_restart_limit,
 )
-from caldera.controller.pods import make_pod, make_podgroup, min_resources, pod_name, podgroup_name, ttl_expired
+from caldera.controller.pods import (
+    count_podgroup,
+    make_pod,
+    make_podgroup,
+    min_resources,
+    pod_name,
+    podgroup_name,
+    ttl_expired,
+)
 from caldera.controller.policy import DelayedAction, DelayedActions, Resolution, only_syncs, resolve
 from caldera.controller.state import Plan, execute, resync_is_idle
 from caldera.controller.status import PodCounts, build_status, job_status_counts
@@ -101,6 +109,7 @@ __all__ = [
     "action_class",
     "build_status",
     "command",
+    "count_podgroup",
     "edge_for",
     "execute",
     "job_status_counts",

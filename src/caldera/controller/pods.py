@@ -8,6 +8,7 @@ Invariant: rendering is a pure function of the job, its status and the arguments
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from caldera.core import resources
@@ -18,6 +19,8 @@ from caldera.core.objects import (
     JOB_NAMESPACE_KEY,
     JOB_RETRY_COUNT_KEY,
     JOB_VERSION_KEY,
+    POD_FAILED,
+    POD_SUCCEEDED,
     PREEMPTABLE_KEY,
     QUEUE_NAME_KEY,
     TASK_INDEX_KEY,
@@ -153,6 +156,22 @@ def make_podgroup(job: Job, now: float) -> PodGroup:
         min_task_member={t.name: t.min_members for t in job.spec.tasks},
         min_resources=min_resources(job),
     )
+
+
+def count_podgroup(pg: PodGroup, pods: Iterable[Pod]) -> PodGroup:
+    """Set the group's pod counts as Volcano's scheduler writes them: running (placed, not ended nor being
+    deleted), succeeded, failed. Returns the group."""
+    running = succeeded = failed = 0
+    for pod in pods:
+        phase = pod.status.phase
+        if phase == POD_SUCCEEDED:
+            succeeded += 1
+        elif phase == POD_FAILED:
+            failed += 1
+        elif pod.node_name and pod.deletion_timestamp is None:
+            running += 1
+    pg.running, pg.succeeded, pg.failed = running, succeeded, failed
+    return pg
 
 
 def ttl_expired(job: Job, now: float) -> bool:

@@ -7,6 +7,8 @@ first: a watch from it misses no change made after the answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from caldera import controller
 from caldera.backends.sqlite_store import SqliteStore
 from caldera.core import objects as o
@@ -31,6 +33,9 @@ def describe(store: SqliteStore, plane: ControlPlane, events_saved: int, job: o.
         "resourceVersion": version,
         "job": persist.job_record(job),
         "summary": summary,
-        "podgroup": pg.to_dict() if pg else None,
+        # Its pod counts as Volcano's scheduler writes them, on a copy (the plane's and the store's group stay as they are).
+        "podgroup": controller.count_podgroup(replace(pg), plane.job_pods.get(job.key, {}).values()).to_dict()
+        if pg
+        else None,
         "events": saved + [e.to_dict() for e in fresh if e.namespace == job.namespace and e.object in objects],
     }

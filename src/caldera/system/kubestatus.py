@@ -29,6 +29,7 @@ from typing import Any
 
 from caldera.backends.kube.client import JSON, KubeClient, KubeError, NotFound, resource_path
 from caldera.backends.kube.convert import job_status_to_api, podgroup_status_to_api, podgroup_to_api
+from caldera.controller import count_podgroup
 from caldera.core import objects as o
 from caldera.system.control import ControlPlane
 
@@ -36,6 +37,7 @@ log = logging.getLogger("caldera.kube.status")
 JOBS = ("batch.volcano.sh/v1alpha1", "jobs")
 PODGROUPS = (o.SCHEDULING_API, "podgroups")
 QUEUES = (o.SCHEDULING_API, "queues")
+Seen = tuple[str, int, str, int, int, int]  # a PodGroup's status as compared: phase, conditions, last reason, counts
 
 
 class StatusWriter:
@@ -46,9 +48,9 @@ class StatusWriter:
         # (kind, key) → the write in flight, the job it is about, and what to do with its result (loop thread)
         self._inflight: dict[tuple[str, str], tuple[Future[Any], str, Callable[[Any], None]]] = {}
         self._ended: deque[tuple[str, str]] = deque()  # writes whose future is done, for `collect` (any thread)
-        self._creating: list[tuple[str, o.PodGroup, tuple[str, int, str], Future[JSON]]] = []
+        self._creating: list[tuple[str, o.PodGroup, Seen, Future[JSON]]] = []
         self._jobs: dict[str, tuple[object, JSON]] = {}  # job key → (the status object, what was written)
-        self._groups: dict[str, tuple[str, int, str]] = {}  # podgroup key → (phase, conditions, last reason) written
+        self._groups: dict[str, Seen] = {}  # podgroup key → its status as written (`_seen`)
         self._group_uids: dict[str, str] = {}  # podgroup key → uid in the API server
         self._group_of: dict[str, str] = {}  # job key → the key of its PodGroup in the API server
         self._queues: dict[str, JSON] = {}
@@ -73,6 +75,9 @@ class StatusWriter:
             str(status.get("phase", "")),
             len(conditions),
             str(conditions[-1].get("reason", "")) if conditions else "",
+            int(status.get("running") or 0),
+            int(status.get("succeeded") or 0),
+            int(status.get("failed") or 0),
         )
 
     def adopt_job_status(self, job: o.Job) -> None:
@@ -160,6 +165,7 @@ class StatusWriter:
                 gone.append((job_key, written))
             if pg is None:
                 continue
+            count_podgroup(pg, plane.job_pods.get(job_key, {}).values())
             key = pg.key
             if key not in self._group_uids:
                 future = self.pool.submit(self._create_group, (job_key, pg), plane)
@@ -207,7 +213,7 @@ class StatusWriter:
         body = {"status": podgroup_status_to_api(pg)}
         return lambda: self.kube.patch(path, body)
 
-    def _group_updated(self, key: str, seen: tuple[str, int, str]) -> Callable[[Any], None]:
+    def _group_updated(self, key: str, seen: Seen) -> Callable[[Any], None]:
         def done(result: Any) -> None:
             if not isinstance(result, Exception) or isinstance(result, NotFound):
                 self._groups[key] = seen
@@ -312,9 +318,10 @@ class StatusWriter:
         return list(self.pool.map(call, items))
 
 
-def _seen(pg: o.PodGroup) -> tuple[str, int, str]:
+def _seen(pg: o.PodGroup) -> Seen:
     """What of a PodGroup's status is compared with what was written."""
-    return (pg.phase, len(pg.conditions), pg.conditions[-1].reason if pg.conditions else "")
+    return (pg.phase, len(pg.conditions), pg.conditions[-1].reason if pg.conditions else "", pg.running,
+            pg.succeeded, pg.failed)  # fmt: skip
 
 
 def _patch(kube: KubeClient, path: str, body: JSON) -> Callable[[], JSON]:
