@@ -116,9 +116,11 @@ def test_a_controller_killed_with_jobs_in_flight_is_replaced_and_binds_each_pod_
         plane.stop_process("caldera-restarted")
 
 
-def test_a_restarted_controller_counts_other_operators_pods_and_binds_what_waits(plane, namespace, nodes):
-    """Another operator's gang fills the eight nodes; the controller is killed, a pod of its own is made meanwhile,
-    and the new controller neither binds the gang again nor places the newcomer in room that is not there."""
+@pytest.mark.parametrize("group_gone", [False, True], ids=["with-its-podgroup", "its-podgroup-deleted"])
+def test_a_restarted_controller_counts_other_operators_pods_and_binds_what_waits(plane, namespace, nodes, group_gone):
+    """Another operator's gang fills the eight nodes; the controller is killed, a pod of its own is made meanwhile
+    (and the gang's PodGroup deleted, its pods left running), and the new controller neither binds the gang again
+    nor places the newcomer in room that is not there."""
     install_volcano_crds(plane)
     start_caldera(plane, name="caldera-operators")
     pods = resource_path("v1", "pods", namespace=namespace)
@@ -129,6 +131,8 @@ def test_a_restarted_controller_counts_other_operators_pods_and_binds_what_waits
                 plane.kube.create(pods, operator_pod(f"full-{i}", nodes, group="full", gpus=0, cpu="8"))
             wait_until(lambda: history.bound() == 8, 120, "the gang on all eight nodes", condition=history.condition)
             kill(plane, "caldera-operators")
+            if group_gone:
+                plane.kube.delete(resource_path(*PODGROUPS, namespace=namespace, name="full"))
             late = plane.kube.create(pods, operator_pod("late", nodes, gpus=0, cpu="1"))
             start_caldera(plane, name="caldera-operators")
             # Its PodGroup is written with the phase the new controller's first look gave it, after that turn's

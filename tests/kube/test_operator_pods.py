@@ -119,3 +119,19 @@ def test_operator_pods_and_volcano_jobs_share_the_nodes(plane, caldera, namespac
         "the Volcano Job placed once the operator's pod went",
         interval=0.2,
     )
+
+
+def test_pods_whose_podgroup_is_deleted_keep_their_nodes_until_they_go(plane, caldera, namespace, nodes):
+    create(plane, namespace, PODGROUPS, podgroup("short-lived", 4))
+    for i in range(4):
+        create(plane, namespace, POD, operator_pod(f"short-lived-{i}", nodes, group="short-lived"))
+    wait_until(lambda: all(node_of(plane, namespace, f"short-lived-{i}") for i in range(4)), 60, "the gang bound",
+               interval=0.2)  # fmt: skip
+    plane.kube.delete(resource_path(*PODGROUPS, namespace=namespace, name="short-lived"))
+    late = create(plane, namespace, POD, operator_pod("late", nodes))
+    # Its PodGroup is written after the scheduler's first look at it, with that turn's bindings before it.
+    wait_until(lambda: group_status(plane, namespace, f"podgroup-{late['metadata']['uid']}"), 60, "its PodGroup",
+               interval=0.2)  # fmt: skip
+    assert not node_of(plane, namespace, "late")  # the four GPUs are still held
+    plane.kube.delete(resource_path("v1", "pods", namespace=namespace, name="short-lived-0"), grace_period_seconds=0)
+    wait_until(lambda: node_of(plane, namespace, "late"), 60, "the newcomer bound once a GPU is free", interval=0.2)

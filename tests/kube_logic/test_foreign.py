@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from caldera.backends.kube.convert import from_time
 from caldera.backends.kube.foreign import (
     group_name,
     implicit_podgroup,
@@ -35,8 +36,10 @@ def test_a_group_made_for_a_pod_is_owned_by_its_controller_else_by_the_pod_and_t
     pg, owners = implicit_podgroup(api_pod(ownerReferences=[rs], annotations={"scheduling.volcano.sh/queue-name": "q"}))
     assert (pg.metadata.name, pg.min_member, pg.queue, pg.priority_class_name) == ("podgroup-u-1", 1, "q", "high")
     assert owners == [rs] and pg.min_resources == {"cpu": 2000.0}
-    _, owners = implicit_podgroup(api_pod())
+    made, owners = implicit_podgroup(api_pod(creationTimestamp="2026-12-07T04:00:00Z"))
     assert [(r["kind"], r["uid"]) for r in owners] == [("Pod", "u-1")]
+    # Created when its pod was: its wait counts from there (from 1970, it would be overdue at once).
+    assert made.metadata.creation_timestamp == from_time("2026-12-07T04:00:00Z")
 
 
 def test_only_what_no_volcano_job_owns_belongs_to_another_operator():

@@ -6,7 +6,8 @@ group and how each is read):
 
 - a PodGroup another operator made goes to the plane (`ControlPlane.put_group`), its spec changes too; a
   deleted one leaves it (its waiting pods wait again);
-- a pod naming a group not seen yet waits for it; a pod naming none gets a group of its own, made as
+- a pod naming a group not seen yet waits for it (holding its node meanwhile if it is bound: a restart, or a
+  group deleted under running pods); a pod naming none gets a group of its own, made as
   Volcano's PodGroup controller makes it (written by the status writer, owned by the pod's controller or
   the pod);
 - a pod enters the plane once (`put_pod`), and `KubePods` knows it as written (so the scheduler's placement
@@ -20,6 +21,7 @@ pod but for preemption, reclaim and a lost node.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from caldera.backends.kube.client import JSON
 from caldera.backends.kube.foreign import (
@@ -41,11 +43,20 @@ log = logging.getLogger("caldera.kube")
 
 
 class OperatorGroups:
-    def __init__(self, plane: ControlPlane, pods: KubePods, status: StatusWriter, scheduler_name: str) -> None:
+    def __init__(
+        self,
+        plane: ControlPlane,
+        pods: KubePods,
+        status: StatusWriter,
+        scheduler_name: str,
+        hold: Callable[[str, JSON], None],
+    ) -> None:
         self.plane = plane
         self.pods = pods
         self.status = status
         self.scheduler_name = scheduler_name
+        # (change, pod): a bound pod the plane does not hold (its group not there) holds its node all the same
+        self.hold = hold
         self.groups: dict[str, tuple[str, JSON]] = {}  # podgroup key → (uid, spec) of a group in the plane
         self.waiting: dict[str, dict[str, JSON]] = {}  # podgroup key → pod key → pods naming it, before it is seen
         self.refused: set[str] = set()  # uids of pods and PodGroups that could not be read (reported once)
@@ -86,8 +97,8 @@ class OperatorGroups:
         group = f"{key.split('/', 1)[0]}/{group_name(obj)}"
         if change == "DELETED":
             waiting = self.waiting.get(group)
-            if waiting is not None:
-                waiting.pop(key, None)
+            if waiting is not None and waiting.pop(key, None) is not None:
+                self.hold("DELETED", obj)
                 if not waiting:
                     del self.waiting[group]
             return
@@ -96,7 +107,9 @@ class OperatorGroups:
             return  # in the plane: `KubePods.pod_event` follows it
         if group not in self.groups:
             if names_group(obj):
-                self.waiting.setdefault(group, {})[key] = obj  # its PodGroup is not there yet
+                # Its PodGroup is not there yet (or went): it waits for it, holding its node if it is bound.
+                self.waiting.setdefault(group, {})[key] = obj
+                self.hold(change, obj)
                 return
             if not self._make_group(obj, group):
                 return
@@ -121,6 +134,7 @@ class OperatorGroups:
         except CalderaError as e:
             self._refuse(uid, f"pod {object_key(obj)} is not scheduled: {e}")
             return
+        self.hold("DELETED", obj)  # if it held its node waiting for its group, the plane holds it now
         self.pods.adopt(obj)
         self.plane.put_pod(pod)
 

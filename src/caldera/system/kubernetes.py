@@ -121,10 +121,8 @@ class KubeController:
         self.lost = threading.Event()
         self._inbox: queue.Queue[tuple[str, str, JSON]] = queue.Queue()
         self._informers: list[Informer] = []
-        self.cluster = ClusterWatch(
-            kube, self.plane, self.pods, self.api["nodes"], settings.scheduler_name, self.synced
-        )
-        self.groups = OperatorGroups(self.plane, self.pods, self.status, settings.scheduler_name)
+        self.cluster = ClusterWatch(kube, self.plane, self.pods, self.api["nodes"], settings.scheduler_name)
+        self.groups = OperatorGroups(self.plane, self.pods, self.status, settings.scheduler_name, self.cluster.hold)
         self._unsynced = set(KINDS)
         self._handlers: dict[str, Callable[[str, JSON], None]] = {
             "nodes": self.cluster.on_nodes,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from typing import Any
 
 from caldera.backends.kube.client import JSON, KubeClient, KubeError, NotFound, resource_path
@@ -41,14 +40,12 @@ class ClusterWatch:
         pods: KubePods,
         nodes: dict[str, JSON],
         scheduler_name: str,
-        synced: threading.Event,
     ) -> None:
         self.kube = kube
         self.plane = plane
         self.pods = pods
         self.nodes = nodes  # node name → the Node as the API server has it (the controller's cache)
         self.scheduler_name = scheduler_name
-        self.synced = synced
         self._foreign: dict[str, tuple[str, dict[str, float]]] = {}  # pod key → (node, requests) of other schedulers
         self._node_used: dict[str, dict[str, float]] = {}
         self._node_seen: dict[str, tuple[Any, ...]] = {}
@@ -105,9 +102,13 @@ class ClusterWatch:
 
     def foreign_pod(self, change: str, obj: JSON) -> None:
         """Pods of other schedulers hold what they request on their node."""
+        if (obj.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+            self.hold(change, obj)
+
+    def hold(self, change: str, obj: JSON) -> None:
+        """The pod holds what it requests on its node while it is bound, not ended and not DELETED: a pod of
+        another scheduler, or one of caldera's that the plane does not hold (bound, its PodGroup gone)."""
         spec = obj.get("spec") or {}
-        if spec.get("schedulerName") == self.scheduler_name:
-            return
         key = object_key(obj)
         node = spec.get("nodeName") or ""
         phase = (obj.get("status") or {}).get("phase")
@@ -126,5 +127,5 @@ class ClusterWatch:
             self._node_used[new[0]] = add(self._node_used.get(new[0], {}), new[1])
             touched.add(new[0])
         for name in touched:
-            if name in self.nodes and self.synced.is_set():
+            if name in self.nodes and name in self._node_seen:  # the plane has it (before the rebuild, not yet)
                 self.on_nodes("MODIFIED", self.nodes[name])

@@ -107,7 +107,12 @@ def implicit_podgroup(pod: Mapping[str, Any]) -> tuple[o.PodGroup, list[JSON]]:
     if not owners:
         owners = [{"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")}]
     pg = o.PodGroup(
-        metadata=ObjectMeta(name=name, namespace=str(meta.get("namespace") or "default")),
+        metadata=ObjectMeta(
+            name=name,
+            namespace=str(meta.get("namespace") or "default"),
+            # The pod's: a group's wait (las's levels and its bound on waiting) counts from it.
+            creation_timestamp=from_time(meta.get("creationTimestamp")) or 0.0,
+        ),
         job=JOB_PREFIX + name,
         min_member=1,
         queue=queue,
