@@ -16,11 +16,15 @@ Contenders:
   written in (`volcano_job_defaults`); needs Volcano's binaries (docs/kubernetes-harness.md);
 - caldera: `caldera controller` (its job controller and scheduler in one process, leader election on):
   the same Volcano Jobs as Volcano's, on Volcano's CRDs. It creates each pod already bound when it
-  placed it before creating it, so a pod's binding time is its creationTimestamp.
+  placed it before creating it, so a pod's binding time is its creationTimestamp;
+- caldera-pods: `caldera controller` on kube-scheduler's workload, the plain pods naming caldera's
+  schedulerName, as another operator writes them: a gang's pods name a PodGroup of minMember 64 made
+  with them; a single pod names none, and caldera makes its PodGroup (`podgroup-<uid>`), as Volcano's
+  controller does. Scheduler against scheduler on the same pods.
 
 Created before timing starts: the control plane, the N Ready nodes, and the workload's objects
 (kube-scheduler: the pods; Volcano: its CRDs, the default queue and the Jobs; caldera: Volcano's CRDs
-and the Jobs, its default queue it makes itself). Timing starts when
+and the Jobs, its default queue it makes itself; caldera-pods: Volcano's CRDs, the PodGroups and pods). Timing starts when
 the contender's processes are started, so it includes their start-up and first sync, and ends when
 every pod is bound (a watch on the pods sees it). Figures:
 
@@ -84,6 +88,7 @@ NAMESPACE = "bench"
 PODS = resource_path("v1", "pods", namespace=NAMESPACE)
 VOLCANO_JOBS = resource_path("batch.volcano.sh/v1alpha1", "jobs", namespace=NAMESPACE)
 QUEUES = resource_path("scheduling.volcano.sh/v1beta1", "queues")
+PODGROUPS = resource_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace=NAMESPACE)
 WORKLOADS = {"pods": (10_000, 1), "gangs": (150, 64)}  # jobs, pods per job
 TIMEOUT = 3600.0
 PROBES = 10  # jobs created one by one after the workload, for the new job → bound latency
@@ -112,14 +117,36 @@ def container() -> JSON:
     return {"name": "main", "image": "trainer:1", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
 
 
-def plain_pod(job: int | str, index: int) -> JSON:
+def plain_pod(job: int | str, index: int, scheduler: str = "", size: int = 1) -> JSON:
+    """A pod of the workload; with `scheduler` (caldera's), a gang's pods name their PodGroup (`podgroup`), as
+    another operator's would."""
     name = job if isinstance(job, str) else f"job{job}"
-    return {
+    pod: JSON = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"{name}-{index}", "labels": {"bench-job": name}},
         "spec": {"restartPolicy": "Never", "containers": [container()]},
     }
+    if scheduler:
+        pod["spec"]["schedulerName"] = scheduler
+        if size > 1:
+            pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": name}
+    return pod
+
+
+def podgroup(job: int | str, size: int) -> JSON:
+    name = job if isinstance(job, str) else f"job{job}"
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name},
+            "spec": {"minMember": size}}  # fmt: skip
+
+
+def create_operator_pods(plane: ControlPlane, jobs: Iterable[int | str], size: int) -> None:
+    """The workload as another operator writes it for caldera: plain pods naming its schedulerName, each gang's
+    PodGroup first (a single pod names none: caldera makes its group, as Volcano's controller does)."""
+    jobs = list(jobs)
+    if size > 1:
+        create_all(plane, PODGROUPS, (podgroup(j, size) for j in jobs))
+    create_all(plane, PODS, (plain_pod(j, i, "caldera", size) for j in jobs for i in range(size)))
 
 
 def volcano_job(job: int | str, size: int) -> JSON:
@@ -163,10 +190,18 @@ def prepare_caldera(plane: ControlPlane, jobs: int, size: int) -> Callable[[], l
     return lambda: [start_caldera(plane)]
 
 
+def prepare_caldera_pods(plane: ControlPlane, jobs: int, size: int) -> Callable[[], list[Process]]:
+    """kube-scheduler's workload of plain pods, naming caldera's schedulerName (and a PodGroup for a gang)."""
+    install_volcano_crds(plane)
+    create_operator_pods(plane, range(jobs), size)
+    return lambda: [start_caldera(plane)]
+
+
 CONTENDERS: dict[str, Callable[[ControlPlane, int, int], Callable[[], list[Process]]]] = {
     "kube-scheduler": prepare_kube_scheduler,
     "volcano": prepare_volcano,
     "caldera": prepare_caldera,
+    "caldera-pods": prepare_caldera_pods,
 }
 
 
@@ -261,10 +296,10 @@ def run(nodes: int, workload: str, contender: str, scale: float) -> Result:
             first = min(min(seen) for seen in watch.by_job.values()) - t0
         probes = [probe(plane, watch, contender, f"probe{i}", size) for i in range(PROBES)]
         watch.stop()
-        statuses = jobs_running(plane) - t0 if contender != "kube-scheduler" else 0.0
-        if contender == "caldera":
+        statuses = jobs_running(plane) - t0 if contender in ("volcano", "caldera") else 0.0
+        if contender.startswith("caldera"):
             events_written(plane)
-        writes = caldera_writes(processes[0]) if contender == "caldera" else {}
+        writes = caldera_writes(processes[0]) if contender.startswith("caldera") else {}
         pods = [p for p in plane.kube.list_all(PODS)[0] if p["metadata"]["labels"]["bench-job"].startswith("job")]
     binds = [bind_time(p) - t0 for p in pods]
     per_job: dict[str, float] = {}
@@ -324,6 +359,8 @@ def probe(plane: ControlPlane, watch: BindWatch, contender: str, name: str, size
     t0 = time.time()
     if contender == "kube-scheduler":
         create_all(plane, PODS, (plain_pod(name, i) for i in range(size)))
+    elif contender == "caldera-pods":
+        create_operator_pods(plane, [name], size)
     else:
         plane.kube.create(VOLCANO_JOBS, volcano_job(name, size))
     return watch.all_bound(name, size, TIMEOUT) - t0

@@ -24,9 +24,17 @@ pytestmark = pytest.mark.kube
 SINGLE_POD_JOBS = 20
 
 
+def settled_namespaces(plane) -> bool:
+    """No namespace is being deleted: the pods earlier tests left in theirs (some naming caldera's schedulerName)
+    are gone, so the controller started here has only this test's work to count."""
+    listed = plane.kube.list_all("/api/v1/namespaces")[0]
+    return not any((ns.get("status") or {}).get("phase") == "Terminating" for ns in listed)
+
+
 @pytest.fixture
 def controller(plane):
     install_volcano_crds(plane)
+    wait_until(lambda: settled_namespaces(plane), 300, "the namespaces of earlier tests deleted", interval=0.5)
     kube = KubeClient(load_kubeconfig(str(plane.kubeconfig)))
     # Short watches, so that its informers end soon after it stops (before their connections are closed).
     controller = KubeController(kube, Settings(leader_election=False, identity="api-writes", watch_timeout=3))

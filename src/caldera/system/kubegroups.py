@@ -105,6 +105,11 @@ class OperatorGroups:
         known = self.pods.api.get(key)
         if known is not None and known.uid == obj["metadata"].get("uid"):
             return  # in the plane: `KubePods.pod_event` follows it
+        if obj["metadata"].get("deletionTimestamp"):
+            # Being deleted before the plane held it (a restart, a namespace going): not scheduled, as kube-scheduler
+            # skips it, and no group is made for it; if bound, it holds its node until it is gone.
+            self.hold(change, obj)
+            return
         if group not in self.groups:
             if names_group(obj):
                 # Its PodGroup is not there yet (or went): it waits for it, holding its node if it is bound.

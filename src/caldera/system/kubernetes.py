@@ -102,7 +102,7 @@ class KubeController:
         self.plane = ControlPlane(Scheduler(settings.scheduler), self.pods, self.clock)
         self.status_pool = ThreadPoolExecutor(max_workers=settings.status_workers, thread_name_prefix="caldera-status")
         self.group_pool = ThreadPoolExecutor(max_workers=settings.workers // 2, thread_name_prefix="caldera-groups")
-        self.status = StatusWriter(kube, self.group_pool, self.status_pool)
+        self.status = StatusWriter(kube, self.group_pool, self.status_pool, self.clock.now)
         self._turned = False  # a first turn was taken (logged once: its time is the start-up's end)
         self._writing = False  # the loop thread is placing and writing pods (a turn's settle-and-flush)
         # Events are paced while pods and statuses are being written: the API server binds first, tells after.

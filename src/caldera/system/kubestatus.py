@@ -9,7 +9,8 @@ again at the next flush. Only the jobs the plane touched (`touched(keys)`, from 
 those whose write ended or failed are looked at, so a turn costs what changed, not what exists; the
 queues' counts of PodGroups by phase are kept up to date the same way.
 
-Only PodGroup creations are waited for (pods need their group). Status writes (Jobs, PodGroups,
+Only the creations of Jobs' PodGroups are waited for (pods need their group); a group made for another
+operator's pod, which exists already, is created in the background like a status. Status writes (Jobs, PodGroups,
 Queues) are sent on their own pool, of fewer threads, and not waited for: their results are taken
 at the next flush, so the loop goes on placing and binding while they are written, and they never
 take all of the API server's attention from bindings.
@@ -21,6 +22,7 @@ API server before any pod that names it is created.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter, deque
 from collections.abc import Callable
@@ -37,12 +39,20 @@ log = logging.getLogger("caldera.kube.status")
 JOBS = ("batch.volcano.sh/v1alpha1", "jobs")
 PODGROUPS = (o.SCHEDULING_API, "podgroups")
 QUEUES = (o.SCHEDULING_API, "queues")
+RETRY = 5.0  # seconds before a failed creation of a group made for another operator's pod is tried again
 Seen = tuple[str, int, str, int, int, int]  # a PodGroup's status as compared: phase, conditions, last reason, counts
 
 
 class StatusWriter:
-    def __init__(self, kube: KubeClient, pool: ThreadPoolExecutor, status_pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        pool: ThreadPoolExecutor,
+        status_pool: ThreadPoolExecutor,
+        now: Callable[[], float],
+    ) -> None:
         self.kube = kube
+        self.now = now
         self.pool = pool  # PodGroup creations, waited for
         self.status_pool = status_pool  # status writes, not waited for
         # (kind, key) → the write in flight, the job it is about, and what to do with its result (loop thread)
@@ -64,6 +74,7 @@ class StatusWriter:
         self.rejected: dict[str, JSON] = {}  # job key → a status the controller wrote for a job it refused
         # podgroup key → the ownerReferences of a group made for another operator's pod (not owned by a Job)
         self.group_owners: dict[str, list[JSON]] = {}
+        self._group_failed: dict[str, float] = {}  # podgroup key → when its creation (for such a pod) failed
 
     def adopt_podgroup(self, pg: JSON) -> None:
         meta = pg["metadata"]
@@ -167,6 +178,15 @@ class StatusWriter:
                 continue
             count_podgroup(pg, plane.job_pods.get(job_key, {}).values())
             key = pg.key
+            if key not in self._group_uids and key in self.group_owners:
+                # A group made for another operator's pod: nothing waits for it (the pod exists), so it is written
+                # like a status, in the background, and the loop goes on binding.
+                if self.now() - self._group_failed.get(key, -RETRY) < RETRY:
+                    self._dirty_groups.add(job_key)  # tried again once RETRY passed, not at every turn
+                elif not self._busy("podgroup", key):
+                    create = functools.partial(self._create_group, (job_key, pg), plane)
+                    self._send("podgroup", key, job_key, create, self._group_created(job_key, pg, _seen(pg)))
+                continue
             if key not in self._group_uids:
                 future = self.pool.submit(self._create_group, (job_key, pg), plane)
                 self._creating.append((job_key, pg, _seen(pg), future))
@@ -205,6 +225,19 @@ class StatusWriter:
             if getattr(e, "code", 0) != 409:
                 raise
             return self.kube.get(f"{path}/{pg.metadata.name}")  # made by a predecessor that died before noting it
+
+    def _group_created(self, job_key: str, pg: o.PodGroup, seen: Seen) -> Callable[[Any], None]:
+        def done(result: Any) -> None:
+            if isinstance(result, Exception):
+                log.warning("creating podgroup %s failed (tried again in %g s): %s", pg.key, RETRY, result)
+                self._group_failed[pg.key] = self.now()
+                return
+            self._group_failed.pop(pg.key, None)
+            self._group_uids[pg.key] = str(result["metadata"].get("uid", ""))
+            self._group_of[job_key] = pg.key
+            self._groups[pg.key] = seen
+
+        return done
 
     def _update_group(self, pg: o.PodGroup) -> Callable[[], JSON]:
         # With the object, not through `/status`: Volcano's PodGroup CRD (and caldera's, of the same shape) has no
