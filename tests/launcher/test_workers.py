@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import threading
 
 import pytest
 
@@ -34,3 +37,71 @@ def test_stopping_a_spare_never_forked_signals_no_process_group(monkeypatch: pyt
     group.start()
     group.stop(5.0)
     assert signalled == []  # killpg(0, ...) would have signalled the launcher's own group
+
+
+class ReapedUnnoted:
+    """A worker the kernel has reaped for its reaper thread, which has not noted its code yet (it waits for the
+    GIL): `Popen.poll()` answers None then (that thread holds the wait lock), and a wait returns the code."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+class Running:
+    """A worker still running: a wait without a timeout (its reaper's) blocks until the test ends it."""
+
+    def __init__(self, ended: threading.Event) -> None:
+        self.pid = os.getpid()  # a process that exists
+        self.ended = ended
+        self.timed_waits = 0
+
+    def poll(self) -> int | None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is not None:
+            self.timed_waits += 1
+            raise subprocess.TimeoutExpired("running", timeout)
+        self.ended.wait()
+        return 0
+
+
+class Spares:
+    def __init__(self, procs: list[object]) -> None:
+        self.procs = procs
+
+    def start(self, env: object) -> object:
+        return self.procs.pop(0)
+
+
+def gone_pid() -> int:
+    """The pid of a process that has ended and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_workers_reaped_but_not_yet_noted_count_as_exited() -> None:
+    group = WorkerGroup(
+        ["train"], [{}, {}], 0, lambda _: None, {}, Spares([ReapedUnnoted(gone_pid()) for _ in range(2)])
+    )  # type: ignore[arg-type]
+    group.start()
+    assert group.all_exited_0()
+
+
+def test_a_running_worker_is_not_waited_for_when_asking_whether_all_exited() -> None:
+    ended = threading.Event()
+    running = Running(ended)
+    group = WorkerGroup(["train"], [{}, {}], 0, lambda _: None, {}, Spares([ReapedUnnoted(gone_pid()), running]))  # type: ignore[arg-type]
+    group.start()
+    try:
+        assert not group.all_exited_0()
+        assert running.timed_waits == 0
+    finally:
+        ended.set()

@@ -45,6 +45,9 @@ except OSError as e:
 """
 
 
+REAPED_WAIT = 5.0  # seconds to wait for a reaper thread's note of a process the kernel has reaped
+
+
 class Process(Protocol):
     """A worker as the group sees it: a child (`subprocess.Popen`) or a spare forked by a zygote (`zygote.Forked`)."""
 
@@ -68,6 +71,28 @@ def shimmed(command: Sequence[str]) -> list[str]:
     if not sys.platform.startswith("linux"):
         return list(command)
     return [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *command]
+
+
+def _exit_code(proc: Process) -> int | None:
+    """The process's exit code, None while it runs.
+
+    Its reaper thread waits on it, holding the process's wait lock, so `poll()` answers None whenever that thread
+    holds it: also in the moment between the kernel reaping the process for it and the thread, which needs the GIL
+    again, noting the code (found by a flake hunt: on a loaded machine a round whose workers had all ended with 0
+    was taken as still running). A process the kernel no longer has is waited for: the code comes within moments."""
+    code = proc.poll()
+    if code is not None or proc.pid <= 0:
+        return code
+    try:
+        os.kill(proc.pid, 0)  # a zombie still answers: its reaper has not taken it yet
+        return None
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # the pid is someone else's already
+        return None
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        return proc.wait(timeout=REAPED_WAIT)
+    return None
 
 
 def _kill_group(pid: int, sig: signal.Signals) -> None:
@@ -136,7 +161,7 @@ class WorkerGroup:
 
     def all_exited_0(self) -> bool:
         """Whether every worker has exited, each with 0 (read from the processes, not from the reapers' reports)."""
-        return bool(self._procs) and all(p.poll() == 0 for p in self._procs)
+        return bool(self._procs) and all(_exit_code(p) == 0 for p in self._procs)
 
     def stop(self, grace: float, clock: Clock | None = None) -> None:
         """SIGTERM every worker's group, wait up to `grace` seconds, SIGKILL what is left; returns
