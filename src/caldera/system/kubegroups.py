@@ -83,6 +83,8 @@ class OperatorGroups:
             return
         if known is None or known[0] != uid:
             self.status.adopt_podgroup(obj)
+            if key not in self.status.group_owners:
+                self.status.not_ours.add(key)
         self.groups[key] = (uid, spec)
         self.plane.put_group(job_key, pg)
         for pod in self.waiting.pop(key, {}).values():

@@ -75,6 +75,9 @@ class StatusWriter:
         # podgroup key → the ownerReferences of a group made for another operator's pod (not owned by a Job)
         self.group_owners: dict[str, list[JSON]] = {}
         self._group_failed: dict[str, float] = {}  # podgroup key → when its creation (for such a pod) failed
+        # Keys of other operators' PodGroups: their status is written, but caldera never deletes them (nor the groups
+        # it made for their pods, which go with their owners): the plane lets one go once the API server deleted it.
+        self.not_ours: set[str] = set()
 
     def adopt_podgroup(self, pg: JSON) -> None:
         meta = pg["metadata"]
@@ -173,7 +176,10 @@ class StatusWriter:
                 if self._busy("podgroup", written):
                     self._dirty_groups.add(job_key)  # deleted once its update ended
                     continue
-                gone.append((job_key, written))
+                if written in self.not_ours or written in self.group_owners:
+                    self._forget_group(job_key, written)  # gone from the API already: never deleted by caldera
+                else:
+                    gone.append((job_key, written))
             if pg is None:
                 continue
             count_podgroup(pg, plane.job_pods.get(job_key, {}).values())
@@ -201,13 +207,19 @@ class StatusWriter:
         keys = [key for _, key in gone]
         for (job_key, key), result in zip(gone, self._parallel(self._delete_group, keys, plane), strict=True):
             if not isinstance(result, Exception) or isinstance(result, NotFound):
-                self._group_uids.pop(key, None)
-                self._groups.pop(key, None)
-                if self._group_of.get(job_key) == key:
-                    del self._group_of[job_key]
+                self._forget_group(job_key, key)
             else:
                 self._dirty_groups.add(job_key)  # tried again at the next flush
         return gates
+
+    def _forget_group(self, job_key: str, key: str) -> None:
+        self._group_uids.pop(key, None)
+        self._groups.pop(key, None)
+        self.not_ours.discard(key)
+        self.group_owners.pop(key, None)
+        self._group_failed.pop(key, None)
+        if self._group_of.get(job_key) == key:
+            del self._group_of[job_key]
 
     def _create_group(self, item: tuple[str, o.PodGroup], plane: ControlPlane) -> JSON:
         job_key, pg = item
