@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from caldera.launcher.main import STILL_CLOSING
 from caldera.launcher.settings import OPTIONS
 from caldera.testing.waiting import wait_until
 
@@ -59,6 +60,10 @@ class Launcher:
 
     def wait(self, timeout: float = 30.0) -> int:
         wait_until(lambda: self.proc.poll() is not None, timeout=timeout, what=f"launcher {self.pod} to exit")
+        # It ended, but did it close? One that hung after deciding its exit ends on its own after a while and says
+        # so, with its threads' stacks (`launcher.main.exit_within`): a bug, shown here with where it hung.
+        text = self.log.read_text(errors="replace")[self.mark :] if self.log.exists() else ""
+        assert STILL_CLOSING not in text, text[-6000:]
         return int(self.proc.returncode)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -105,3 +106,13 @@ def test_a_running_worker_is_not_waited_for_when_asking_whether_all_exited() -> 
         assert running.timed_waits == 0
     finally:
         ended.set()
+
+
+def test_a_launcher_that_knows_its_exit_code_ends_even_if_closing_hangs() -> None:
+    """`exit_within`: past its limit, the threads' stacks go to stderr and the process exits with its code."""
+    hangs = (
+        "from caldera.launcher.main import exit_within; import threading\nexit_within(0.2)(7)\nthreading.Event().wait()"
+    )
+    done = subprocess.run([sys.executable, "-c", hangs], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 7
+    assert "still closing 0.2s after its exit (code 7)" in done.stderr and "most recent call first" in done.stderr
