@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
 
 from caldera.backends.kube.foreign import podgroup_from_api
 from caldera.scheduler.scheduler import Scheduler
 from caldera.system.control import ControlPlane
+from caldera.system.kubegroups import OperatorGroups
 from caldera.system.kubestatus import StatusWriter
 from caldera.testing.builders import make_node
 from caldera.utils.clock import ManualClock
@@ -56,3 +58,28 @@ def test_an_operators_podgroup_that_went_is_never_deleted_by_caldera() -> None:
         status.flush_podgroups(plane)
         status.podgroups_created()
     assert not [r for r in kube.sent if r.startswith(("DELETE", "POST"))], kube.sent
+
+
+def test_a_pod_or_podgroup_caldera_cannot_read_is_refused_once_with_a_warning_event_naming_the_field() -> None:
+    clock = ManualClock()
+    plane = ControlPlane(Scheduler(), Starts(), clock)
+    with ThreadPoolExecutor(1) as pool:
+        status = StatusWriter(Noting(), pool, pool, clock.now)  # type: ignore[arg-type]
+        pods = SimpleNamespace(api={})
+        groups = OperatorGroups(plane, pods, status, "caldera", lambda change, obj: None)  # type: ignore[arg-type]
+        bad_pod = {
+            "metadata": {"name": "p", "namespace": "ml", "uid": "u-p"},
+            "spec": {"schedulerName": "caldera", "containers": [
+                {"name": "c", "image": "i", "resources": {"requests": {"cpu": "lots"}}}]},
+        }  # fmt: skip
+        groups.on_pod("ADDED", bad_pod)
+        groups.on_pod("MODIFIED", bad_pod)
+        bad_group = {"metadata": {"name": "g", "namespace": "ml", "uid": "u-g"}, "spec": {"minMember": -1}}
+        groups.on_podgroups("ADDED", bad_group)
+    told = [(e.kind, e.object, e.message) for e in plane.events if e.reason == "Refused"]
+    assert told == [
+        ("Refused", "p", "not scheduled: pod ml/p: spec.containers[0].resources.requests.cpu: 'lots' is not a quantity "
+         "(expected a number with an optional suffix like 500m, 4Gi)"),
+        ("RefusedGroup", "podgroup:g", "not scheduled: podgroup ml/g: spec.minMember: must be an integer >= 0"),
+    ]  # fmt: skip
+    assert plane.podgroups == {} and plane.pods == {}  # no group made for the refused pod

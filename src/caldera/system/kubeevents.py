@@ -26,6 +26,8 @@ EVENT_REASONS = {  # plane event kind → (involved object kind, reason, warning
     "JobPhase": ("Job", "", False),
     "Command": ("Job", "Command", False),
     "Scaled": ("Job", "Scaled", False),
+    "Refused": ("Pod", "FailedScheduling", True),  # another operator's pod caldera cannot read (kubegroups)
+    "RefusedGroup": ("Job", "FailedScheduling", True),  # ... or PodGroup: told on the PodGroup (its job name's prefix)
 }
 
 

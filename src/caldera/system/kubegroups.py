@@ -35,6 +35,7 @@ from caldera.backends.kube.foreign import (
 )
 from caldera.backends.kube.informer import object_key
 from caldera.core.errors import CalderaError
+from caldera.core.objects import Pod
 from caldera.system.control import ControlPlane
 from caldera.system.kubepods import KubePods
 from caldera.system.kubestatus import StatusWriter
@@ -79,7 +80,7 @@ class OperatorGroups:
         try:
             pg = podgroup_from_api(obj)
         except CalderaError as e:
-            self._refuse(uid, f"podgroup {key} is not scheduled: {e}")
+            self._refuse(uid, "RefusedGroup", JOB_PREFIX + name, ns, e)
             return
         if known is None or known[0] != uid:
             self.status.adopt_podgroup(obj)
@@ -118,34 +119,43 @@ class OperatorGroups:
                 self.waiting.setdefault(group, {})[key] = obj
                 self.hold(change, obj)
                 return
-            if not self._make_group(obj, group):
-                return
+            pod = self._read(obj)
+            if pod is not None:  # read first: a pod refused gets no group
+                self._make_group(obj, group)
+                self._put(obj, pod)
+            return
         self._add(obj)
 
-    def _make_group(self, pod: JSON, group: str) -> bool:
+    def _make_group(self, pod: JSON, group: str) -> None:
         """The group of a pod that names none (Volcano's `podgroup-<uid>`), into the plane; the status writer makes it."""
-        try:
-            pg, owners = implicit_podgroup(pod)
-        except CalderaError as e:
-            self._refuse(str(pod["metadata"].get("uid", "")), f"pod {object_key(pod)} is not scheduled: {e}")
-            return False
+        pg, owners = implicit_podgroup(pod)
         self.status.group_owners[group] = owners
         self.groups[group] = ("", {})  # its uid comes with the watch's ADDED, once it is written
         self.plane.put_group(f"{pg.metadata.namespace}/{pg.job}", pg)
-        return True
 
     def _add(self, obj: JSON) -> None:
-        uid = str(obj["metadata"].get("uid", ""))
+        pod = self._read(obj)
+        if pod is not None:
+            self._put(obj, pod)
+
+    def _read(self, obj: JSON) -> Pod | None:
         try:
-            pod = pod_from_api(obj, self.plane.state.priority_of)
+            return pod_from_api(obj, self.plane.state.priority_of)
         except CalderaError as e:
-            self._refuse(uid, f"pod {object_key(obj)} is not scheduled: {e}")
-            return
+            meta = obj["metadata"]
+            self._refuse(str(meta.get("uid", "")), "Refused", str(meta.get("name", "")), meta.get("namespace"), e)
+            return None
+
+    def _put(self, obj: JSON, pod: Pod) -> None:
         self.hold("DELETED", obj)  # if it held its node waiting for its group, the plane holds it now
         self.pods.adopt(obj)
         self.plane.put_pod(pod)
 
-    def _refuse(self, uid: str, message: str) -> None:
-        if uid not in self.refused:
-            self.refused.add(uid)
-            log.warning("%s", message)
+    def _refuse(self, uid: str, kind: str, name: str, namespace: object, error: CalderaError) -> None:
+        """Said once per object: in the log, and as a Warning event on it (FailedScheduling, the field and rule)."""
+        if uid in self.refused:
+            return
+        self.refused.add(uid)
+        ns = str(namespace or "default")
+        log.warning("%s %s/%s is not scheduled: %s", "pod" if kind == "Refused" else "podgroup", ns, name, error)
+        self.plane.record(kind, name, reason="Refused", message=f"not scheduled: {error}", namespace=ns)
