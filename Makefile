@@ -109,6 +109,8 @@ faults: $(BIN)/.installed
 # The whole suite RUNS times in fresh clones with the CPU loaded; per test, how often it failed.
 RUNS ?= 10
 flake-hunt: $(BIN)/.installed
+	@$(MAKE) --no-print-directory -j2 frameworks kube-tools
+	@$(MAKE) --no-print-directory shim
 	scripts/flake-hunt -n $(RUNS)
 
 bench: $(BIN)/.installed
