@@ -137,7 +137,7 @@ def _per_seed(part: Part) -> str:
         by = {p["policy"]: p for p in results["policies"]}
         fifo = by.get("fifo-nogang", {}).get("avgQueueDelay")
         cells = [
-            f"[{seed}]({part.slug}-seed-{seed}/report.md)",
+            f"[{seed}](trace-study/{part.slug}-seed-{seed}/report.md)",
             _work(results),
             _load(results),
             *(_h(by[n]["avgJCT"]) for n in names),
