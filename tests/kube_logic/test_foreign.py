@@ -29,12 +29,16 @@ def test_a_pod_names_its_group_by_either_annotation_else_gets_one_of_its_own():
     assert group_name(api_pod(annotations={"scheduling.k8s.io/group-name": "g"})) == "g"
     assert group_name(api_pod(annotations={"scheduling.volcano.sh/group-name": "h"})) == "h"
     assert group_name(api_pod()) == "podgroup-u-1"
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": True}
+    assert group_name(api_pod(ownerReferences=[rs])) == "podgroup-rs-1"
+    assert group_name(api_pod(ownerReferences=[{**rs, "controller": False}])) == "podgroup-u-1"
 
 
 def test_a_group_made_for_a_pod_is_owned_by_its_controller_else_by_the_pod_and_takes_its_queue():
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1", "controller": True}
     pg, owners = implicit_podgroup(api_pod(ownerReferences=[rs], annotations={"scheduling.volcano.sh/queue-name": "q"}))
-    assert (pg.metadata.name, pg.min_member, pg.queue, pg.priority_class_name) == ("podgroup-u-1", 1, "q", "high")
+    # Named after its controller, as Volcano names it: one group for all the ReplicaSet's pods.
+    assert (pg.metadata.name, pg.min_member, pg.queue, pg.priority_class_name) == ("podgroup-rs-1", 1, "q", "high")
     assert owners == [rs] and pg.min_resources == {"cpu": 2000.0}
     made, owners = implicit_podgroup(api_pod(creationTimestamp="2026-12-07T04:00:00Z"))
     assert [(r["kind"], r["uid"]) for r in owners] == [("Pod", "u-1")]

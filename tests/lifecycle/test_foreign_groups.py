@@ -3,9 +3,14 @@ scheduled as a gang like a Job's, never created, restarted or deleted but by the
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import cast
+
+from caldera.backends.kube.client import KubeClient
 from caldera.backends.kube.foreign import pod_from_api, podgroup_from_api
 from caldera.core import objects as o
 from caldera.system.control import ControlPlane
+from caldera.system.kubepods import KubePods
 
 from .test_control_plane import plane_with, submit
 
@@ -101,3 +106,56 @@ def test_a_higher_priority_job_preempts_an_operators_whole_gang() -> None:
     plane.settle()
     assert executor.started[2:] == ["urgent-worker-0", "urgent-worker-1"]
     assert "default/podgroup:low" in plane.podgroups  # the group stays: it is its operator's
+
+
+def test_a_pod_the_api_server_shows_failed_is_over_whatever_its_restart_policy_and_frees_its_node() -> None:
+    # On Kubernetes the kubelet restarts a container in place without the phase showing it: Failed (an
+    # eviction, a deadline) is final. Restarted in the plane instead, the pod kept its GPU for ever.
+    plane, executor, _ = plane_with(nodes=1, gpus=1)
+    pods = KubePods(cast(KubeClient, None), cast(ThreadPoolExecutor, None), "caldera", lambda key: None,
+                    lambda job, reason, message: None, lambda: 0.0)  # fmt: skip
+    put_group(plane, "deploy", 1)
+    api = api_pod("evicted", "deploy", restartPolicy="Always", nodeName="n-0")
+    pods.adopt(api)
+    put_pod(plane, "evicted", "deploy", restartPolicy="Always", nodeName="n-0")
+    put_group(plane, "next", 1)
+    put_pod(plane, "newcomer", "next")
+    plane.settle()
+    assert executor.started == []
+    pods.pod_event(plane, "MODIFIED", {**api, "status": {"phase": "Failed", "reason": "Evicted"}})
+    plane.settle()
+    assert plane.pods["default/evicted"].status.phase == o.POD_FAILED
+    assert executor.started == ["newcomer"]
+
+
+def test_a_pod_that_ends_after_its_group_was_deleted_gives_its_node_back() -> None:
+    # A PyTorchJob's master succeeded and its operator deleted the PodGroup while a worker still ran: the
+    # worker's end must reach the scheduler, whose group entry waits for it.
+    plane, executor, _ = plane_with(nodes=1, gpus=1)
+    key = put_group(plane, "torch", 1)
+    put_pod(plane, "torch-worker", "torch", nodeName="n-0")
+    put_group(plane, "next", 1)
+    put_pod(plane, "newcomer", "next")
+    plane.settle()
+    plane.drop_group(key)
+    plane.settle()
+    assert executor.started == []
+    plane.pod_exited("default/torch-worker", 0)  # Succeeded, and its pod object stays (cleanPodPolicy: None)
+    plane.settle()
+    assert executor.started == ["newcomer"]
+    assert "default/podgroup:torch" not in plane.state.jobs
+    plane.state.check_invariants()
+
+
+def test_nothing_is_kept_under_a_group_once_it_and_its_pods_are_gone() -> None:
+    plane, _, _ = plane_with(nodes=1, gpus=1)
+    bare = put_group(plane, "bare", 1)
+    put_pod(plane, "bare", "bare")
+    plane.settle()
+    plane.pod_stopped("default/bare")  # the pod first, then its own group: the usual order for a bare pod
+    plane.drop_group(bare)
+    never = put_group(plane, "never", 1)  # a group deleted before it had a pod
+    plane.drop_group(never)
+    plane.settle()
+    assert bare not in plane.job_pods and never not in plane.job_pods
+    assert bare not in plane._changes and never not in plane._changes

@@ -196,15 +196,18 @@ class ControlPlane(JobReconciler, ForeignGroups):
 
     # ------------------------------------------------------------ from the executor
 
-    def pod_exited(self, key: str, exit_code: int) -> None:
-        """The pod's process ended on its own; restart it in place if its restartPolicy says so."""
+    def pod_exited(self, key: str, exit_code: int, final: bool = False) -> None:
+        """The pod's process ended on its own; restart it in place if its restartPolicy says so, unless
+        `final`: on Kubernetes the kubelet restarts a container in place without the pod's phase ever
+        showing it, so a pod whose phase became Succeeded or Failed there (evicted, past its deadline) is
+        over whatever its restartPolicy."""
         pod = self.pods.get(key)
         # A pod being deleted is going anyway: its exit is not restarted nor reported as a phase.
         if pod is None or pod.finished or key in self._stopping or pod.deletion_timestamp is not None:
             return
         self._touch(pod.job_key)
         policy = pod.spec.restart_policy
-        restart = policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+        restart = not final and (policy == "Always" or (policy == "OnFailure" and exit_code != 0))
         phase = o.POD_SUCCEEDED if exit_code == 0 else o.POD_FAILED
         self.history.end(key, phase, exit_code, self.clock.now())
         if restart:

@@ -39,6 +39,8 @@ class ForeignGroups:
 
         def _drop_podgroup(self, job_key: str, pg: o.PodGroup) -> None: ...
 
+        def _forget_deleted(self, job_key: str) -> None: ...
+
     def put_group(self, job_key: str, pg: o.PodGroup) -> None:
         """Another operator's PodGroup, new or with a changed spec, under `job_key`; its phase stays the scheduler's."""
         old = self.podgroups.get(job_key)
@@ -65,6 +67,7 @@ class ForeignGroups:
         self._drop_podgroup(job_key, pg)
         self._touch(job_key)
         self._dirty = True
+        self._forget_deleted(job_key)  # nothing kept under its key once its last pod is gone too (a long life)
 
     def put_pod(self, pod: o.Pod) -> None:
         """An existing pod of another operator's group (`pod.job` names the group's job key), bound or not."""

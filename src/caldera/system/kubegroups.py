@@ -99,18 +99,18 @@ class OperatorGroups:
         key = object_key(obj)
         group = f"{key.split('/', 1)[0]}/{group_name(obj)}"
         if change == "DELETED":
-            waiting = self.waiting.get(group)
-            if waiting is not None and waiting.pop(key, None) is not None:
-                self.hold("DELETED", obj)
-                if not waiting:
-                    del self.waiting[group]
+            self._unwait(group, key)
+            self.hold("DELETED", obj)  # whatever held its node for it (waiting for its group, or refused)
+            self._forget_unwritten(group)
             return
         known = self.pods.api.get(key)
         if known is not None and known.uid == obj["metadata"].get("uid"):
             return  # in the plane: `KubePods.pod_event` follows it
         if obj["metadata"].get("deletionTimestamp"):
             # Being deleted before the plane held it (a restart, a namespace going): not scheduled, as kube-scheduler
-            # skips it, and no group is made for it; if bound, it holds its node until it is gone.
+            # skips it, and no group is made for it; if bound, it holds its node until it is gone. (Nor is it
+            # scheduled when its group comes: the copy that waited for it is dropped.)
+            self._unwait(group, key)
             self.hold(change, obj)
             return
         if group not in self.groups:
@@ -123,11 +123,30 @@ class OperatorGroups:
             if pod is not None:  # read first: a pod refused gets no group
                 self._make_group(obj, group)
                 self._put(obj, pod)
+            else:
+                self.hold(change, obj)  # refused, it still holds its node if it is bound
             return
         self._add(obj)
 
+    def _unwait(self, group: str, key: str) -> None:
+        waiting = self.waiting.get(group)
+        if waiting is not None and waiting.pop(key, None) is not None and not waiting:
+            del self.waiting[group]
+
+    def _forget_unwritten(self, group: str) -> None:
+        """A group caldera made for a pod (Volcano's) but could not write yet, once no pod of it is left: dropped,
+        and no longer tried (a written one goes with its owner, and its DELETED comes through the watch)."""
+        ns, name = group.split("/", 1)
+        job_key = f"{ns}/{JOB_PREFIX}{name}"
+        if self.groups.get(group, ("x",))[0] != "" or self.plane.job_pods.get(job_key):
+            return
+        del self.groups[group]
+        self.status.group_owners.pop(group, None)
+        self.plane.drop_group(job_key)
+
     def _make_group(self, pod: JSON, group: str) -> None:
-        """The group of a pod that names none (Volcano's `podgroup-<uid>`), into the plane; the status writer makes it."""
+        """The group of a pod that names none (Volcano's `podgroup-<uid>`, of its controller or itself), into the
+        plane; the status writer makes it."""
         pg, owners = implicit_podgroup(pod)
         self.status.group_owners[group] = owners
         self.groups[group] = ("", {})  # its uid comes with the watch's ADDED, once it is written
@@ -137,6 +156,8 @@ class OperatorGroups:
         pod = self._read(obj)
         if pod is not None:
             self._put(obj, pod)
+        else:
+            self.hold("MODIFIED", obj)  # refused, it still holds its node if it is bound (until its DELETED)
 
     def _read(self, obj: JSON) -> Pod | None:
         try:

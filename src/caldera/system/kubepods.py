@@ -13,7 +13,8 @@ what changed, many requests at once:
 3. pods created earlier and bound now: a `pods/binding`.
 
 What the API server says back arrives through the pod watch (`pod_event`): a pod that
-Succeeded or Failed → `plane.pod_exited`; a pod deleted → `plane.pod_stopped` (the plane
+Succeeded or Failed → `plane.pod_exited`, final whatever its restartPolicy (the kubelet restarts
+containers in place without the phase ever showing it); a pod deleted → `plane.pod_stopped` (the plane
 knows whether it asked). Only events about the incarnation this process created (its uid)
 count, so a late event about a pod of the same name never touches its successor.
 
@@ -131,7 +132,7 @@ class KubePods:
             return
         known.node = (pod.get("spec") or {}).get("nodeName") or known.node
         if same and _ended(pod) and current is not None and not current.finished:
-            plane.pod_exited(key, pod_exit_code(pod))
+            plane.pod_exited(key, pod_exit_code(pod), final=True)  # the kubelet restarts in place unseen
 
     # ------------------------------------------------------------ writing
 

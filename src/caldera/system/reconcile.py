@@ -248,6 +248,8 @@ class JobReconciler:
         self._touch(key)
         self.state.set_pod(pod, self._pg_key(pod))
         self._dirty = True
+        if key in self._released and pod.finished:  # the last pod of a deleted group holding a node ended
+            self._release_podgroup(key)
         job = self.jobs.get(key)
         if job is None:
             return
@@ -274,5 +276,8 @@ class JobReconciler:
         return restarts
 
     def _pg_key(self, pod: o.Pod) -> str:
-        pg = self.podgroups.get(f"{pod.metadata.namespace}/{pod.job}")
-        return pg.key if pg is not None else ""
+        """The key of the pod's PodGroup in the scheduler: its job's, or the one deleted while its pods still
+        held nodes (`_drop_podgroup`), so that such a pod ending gives its node back."""
+        job_key = f"{pod.metadata.namespace}/{pod.job}"
+        pg = self.podgroups.get(job_key)
+        return pg.key if pg is not None else self._released.get(job_key, "")

@@ -2,8 +2,8 @@
 
 - Which pods: those naming caldera's `schedulerName` that no Volcano Job owns (caldera's own pods are its
   Jobs'); their group is the PodGroup named by `scheduling.k8s.io/group-name` (or Volcano's
-  `scheduling.volcano.sh/group-name`), else one of their own, `podgroup-<pod uid>`, as Volcano's PodGroup
-  controller makes it: minMember 1, the queue of the pod's `scheduling.volcano.sh/queue-name` (or
+  `scheduling.volcano.sh/group-name`), else one made for them as Volcano's PodGroup controller makes it,
+  `podgroup-<uid of the pod's controller>` (shared by its pods) else `podgroup-<pod uid>`: minMember 1, the queue of the pod's `scheduling.volcano.sh/queue-name` (or
   `volcano.sh/queue-name`) annotation, else `default`, the pod's PriorityClass and requests, owned by the
   pod's controller, else by the pod (so it goes with them).
 - Which PodGroups: those no Volcano Job owns. Their spec (minMember, minTaskMember, queue,
@@ -44,12 +44,16 @@ def owned_by_volcano_job(obj: Mapping[str, Any]) -> bool:
 
 
 def group_name(pod: Mapping[str, Any]) -> str:
-    """The PodGroup a pod names, or the one made for it (`podgroup-<uid>`)."""
+    """The PodGroup a pod names, or the one made for it, as Volcano names it: `podgroup-<uid of its controller>`
+    (one group for a ReplicaSet's, a StatefulSet's pods), else `podgroup-<uid of the pod>`."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     for key in GROUP_ANNOTATIONS:
         if annotations.get(key):
             return str(annotations[key])
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("uid"):
+            return f"podgroup-{ref['uid']}"
     return f"podgroup-{meta.get('uid', '')}"
 
 
