@@ -116,3 +116,26 @@ def test_a_launcher_that_knows_its_exit_code_ends_even_if_closing_hangs() -> Non
     done = subprocess.run([sys.executable, "-c", hangs], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 7
     assert "still closing 0.2s after its exit (code 7)" in done.stderr and "most recent call first" in done.stderr
+
+
+def test_a_launcher_stuck_holding_the_interpreter_lock_still_ends_with_its_stacks() -> None:
+    """The Python timer cannot run while the main thread holds the lock in C code (a regular expression here;
+    the gRPC core's teardown in the etcd client's close, in life): faulthandler's C timer ends it, 5 s later."""
+    stuck = (
+        "from caldera.launcher.main import exit_within; import re\nexit_within(0.2)(7)\n"
+        "re.match(r'(a+)+$', 'a' * 64 + 'b')"
+    )
+    done = subprocess.run([sys.executable, "-c", stuck], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert "Timeout" in done.stderr and 'File "<string>", line 3' in done.stderr
+
+
+def test_the_launcher_process_ends_once_its_exit_code_is_known_not_at_the_interpreters_shutdown() -> None:
+    """`end`: nothing of the interpreter's own shutdown runs (an atexit handler here; the last garbage
+    collection's finalizers and gRPC's exit handlers, in life), and what was written is flushed first."""
+    ends = (
+        "import atexit, sys\nfrom caldera.launcher.main import end\n"
+        "atexit.register(lambda: print('shutdown ran'))\nprint('written', end='')\nend(3)"
+    )
+    done = subprocess.run([sys.executable, "-c", ends], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 3 and done.stdout == "written"

@@ -31,4 +31,4 @@ def launch(ctx: click.Context, args: tuple[str, ...]) -> None:
     """Run COMMAND as one node of an elastic job (etcd rendezvous; see `caldera launch --help`)."""
     from caldera.launcher.main import main  # only this verb pays for the launcher's imports
 
-    ctx.exit(main(ctx.meta[_RAW]))
+    main(ctx.meta[_RAW])  # ends the process with the launcher's code

@@ -1,7 +1,5 @@
 """`python -m caldera.launcher [options] -- COMMAND...`: the same as `caldera launch`."""
 
-import sys
-
 from caldera.launcher.main import main
 
-sys.exit(main())
+main()  # ends the process with the launcher's exit code

@@ -107,9 +107,15 @@ class Agent:
         due = min(t for t in (self._poll_at, self._settle_at) if t is not None)
         return max(0.0, due - now)
 
-    def close(self) -> None:
+    def close(self, process_ends: bool = False) -> None:
+        """Stop the workers and spares; then the keep-alive, the watch and the connection, unless `process_ends`:
+        the launcher's process is about to end, which drops them, and gRPC's teardown of a channel is where a
+        closing client can hang holding the interpreter's lock (grpc/grpc#17001, #20026). Its keys are gone by
+        then (`_leave`), or expire with its lease."""
         self.workers.stop("the launcher is closing")
         self.workers.spares.close()
+        if process_ends:
+            return
         if self.keepalive is not None:
             self.keepalive.stop()
         if self._cancel_watch is not None:

@@ -13,6 +13,7 @@ a dead one, their import of torch is what the whole job waits for.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import signal
@@ -20,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from caldera.launcher.settings import Settings, SettingsError, parse, usage_error
 from caldera.launcher.spares import SparePool, spare_env
@@ -36,9 +37,9 @@ CLOSE_LIMIT = 20.0  # seconds a launcher that knows its exit code may take to cl
 STILL_CLOSING = "caldera launch: still closing"
 
 
-def run(agent: Agent, on_stop: Callable[[int], None] | None = None) -> int:
+def run(agent: Agent, on_stop: Callable[[int], None] | None = None, process_ends: bool = False) -> int:
     """Drive `agent` until this node is finished; its exit code (0, 1, or 128+signal). `on_stop(code)` is called
-    once it is known, before the agent closes."""
+    once it is known, before the agent closes (`Agent.close(process_ends)`)."""
     from caldera.launcher.events import Signalled, next_events
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -62,15 +63,19 @@ def run(agent: Agent, on_stop: Callable[[int], None] | None = None) -> int:
             on_stop(1 if code is None else code)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        agent.close()
+        agent.close(process_ends)
 
 
 def exit_within(limit: float) -> Callable[[int], None]:
     """An `on_stop` for the launcher's process: once its exit code is known, the process ends within `limit`
-    seconds, whatever might hang in closing the agent or in the interpreter's exit. A launcher of a finished job
-    once logged `code=0 exit` and did not end (a fresh clone's make test, 7 Dec: the cause not found yet). Past
-    the limit every thread's stack goes to stderr, the pod's log, with a line saying so, and the process exits
-    with its code: the pod completes, and the next such hang says where it was."""
+    seconds, whatever might hang in closing the agent. A launcher of a finished job once logged `code=0 exit`
+    and did not end (a fresh clone's make test, 7 Dec: the cause not found yet). Past the limit every thread's
+    stack goes to stderr, the pod's log, with a line saying so, and the process exits with its code: the pod
+    completes, and the next such hang says where it was.
+
+    That timer is a Python thread: it cannot run while a thread is stuck in C code holding the interpreter's
+    lock (the gRPC core's teardown in the etcd client's close is one such place). `faulthandler`'s own timer,
+    a C thread, still can: 5 s later it writes the stacks and exits 1."""
 
     def on_stop(code: int) -> None:
         def fire() -> None:
@@ -82,8 +87,20 @@ def exit_within(limit: float) -> Callable[[int], None]:
         timer = threading.Timer(limit, fire)
         timer.daemon = True
         timer.start()
+        faulthandler.dump_traceback_later(limit + 5.0, exit=True)
 
     return on_stop
+
+
+def end(code: int) -> NoReturn:
+    """End the launcher's process with `code`, now: its workers and spares are stopped and its key is deleted
+    (`Agent.close`). The interpreter's own shutdown has nothing left to do that matters, and it is where no
+    watchdog sees a hang: the last garbage collection runs the etcd client's finalizers, which take gRPC's locks
+    (one held by a daemon thread frozen for the shutdown deadlocks it), and gRPC tears its core down at exit."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def connector(settings: Settings) -> KV:
@@ -92,7 +109,7 @@ def connector(settings: Settings) -> KV:
     return connect(settings.server, CONNECT_TIMEOUT_S)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         settings = parse(sys.argv[1:] if argv is None else argv)
     except SettingsError as e:
@@ -115,9 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ttl=settings.ttl,
     )
     try:
-        return run(agent, exit_within(CLOSE_LIMIT))
+        code = run(agent, exit_within(CLOSE_LIMIT), process_ends=True)
     except Exception as e:  # a bug, not a user error: its workers are stopped (run's finally); one line
         if os.environ.get("CALDERA_DEBUG"):
             raise
         agent.log(f"internal error: {type(e).__name__}: {e} (set CALDERA_DEBUG=1 for the traceback)", code=1)
-        return 1
+        code = 1
+    end(code)
