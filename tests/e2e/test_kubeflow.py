@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from caldera.testing.waiting import wait_until
 
 from .conftest import Caldera
 
@@ -55,24 +58,25 @@ def test_a_pytorchjob_runs_torch_distributed_with_the_operators_rendezvous(calde
     assert caldera.ok("list", "--no-headers").split()[:2] == ["ddp", "PyTorchJob"]
 
 
-# Every pod prints its TF_CONFIG and leaves a mark; the workers end only once all four have printed,
-# because the job completes with its workers and the operator's cleanup then stops the ps and evaluator.
+# Every pod prints its TF_CONFIG and leaves a mark; the workers end only once all four have printed (they
+# wait for the test's lock on the gate, which it holds until it sees the four marks), because the job completes
+# with its workers and the operator's cleanup then stops the ps and evaluator.
 SHOW_TF_CONFIG = """
-import json, os, pathlib, sys, time
+import fcntl, json, os, pathlib, sys
 print("TF_CONFIG=" + os.environ["TF_CONFIG"], flush=True)
 task = json.loads(os.environ["TF_CONFIG"])["task"]
-marks = pathlib.Path(sys.argv[1])
-(marks / f"{task['type']}-{task['index']}").touch()
-deadline = time.monotonic() + 300
-while task["type"] == "worker" and len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
-    time.sleep(0.05)
+(pathlib.Path(sys.argv[1]) / f"{task['type']}-{task['index']}").touch()
+if task["type"] == "worker":
+    with open(sys.argv[2]) as gate:
+        fcntl.flock(gate, fcntl.LOCK_SH)
 """
 
 
 def test_a_tfjob_gets_tf_config_as_the_operator_writes_it(caldera: Caldera, tmp_path: Path) -> None:
-    marks = tmp_path / "printed"
+    marks, gate = tmp_path / "printed", tmp_path / "gate"
     marks.mkdir()
-    show = ["python", "-c", SHOW_TF_CONFIG, str(marks)]
+    gate.touch()
+    show = ["python", "-c", SHOW_TF_CONFIG, str(marks), str(gate)]
     manifest = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
@@ -85,8 +89,11 @@ def test_a_tfjob_gets_tf_config_as_the_operator_writes_it(caldera: Caldera, tmp_
             }
         },
     }
-    caldera.up()
-    caldera.apply(manifest)
+    with gate.open() as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the workers wait for it: released (closed) once all four printed
+        caldera.up()
+        caldera.apply(manifest)
+        wait_until(lambda: len(list(marks.iterdir())) == 4, 300, "all four pods to print TF_CONFIG")
     caldera.wait_job("tf", lambda j: j["phase"] == "Completed", "the TFJob to complete")  # when all workers have
     configs = {}
     for pod in ("tf-ps-0", "tf-worker-0", "tf-worker-1", "tf-evaluator-0"):
