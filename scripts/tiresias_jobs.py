@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from caldera.core.errors import CalderaError
 from caldera.sim.sources import Selection, load_inputs
 
 
@@ -26,7 +27,11 @@ def main(argv: list[str]) -> int:
     except ValueError:
         print("tiresias_jobs.py: SEED must be an integer and RATE_SCALE a number", file=sys.stderr)
         return 2
-    inputs = load_inputs(None, None, "philly", Selection(sample="pollux", seed=seed, rate_scale=scale))
+    try:
+        inputs = load_inputs(None, None, "philly", Selection(sample="pollux", seed=seed, rate_scale=scale))
+    except CalderaError as e:  # no trace, a bad row: one line, as `caldera simulate` says it
+        print(f"tiresias_jobs.py: {e}", file=sys.stderr)
+        return 1
     rows = sorted(
         (a.submit_time, a.job.metadata.name, sum(t.replicas for t in a.job.spec.tasks), a.duration)
         for a in inputs.workload.jobs

@@ -67,7 +67,7 @@ class OperatorGroups:
             return  # a Job's, caldera's own
         key = object_key(obj)
         ns, name = key.split("/", 1)
-        job_key = f"{ns}/{JOB_PREFIX}{name}"
+        job_key = _job_key(key)
         uid, spec = str(obj["metadata"].get("uid", "")), obj.get("spec") or {}
         if change == "DELETED":
             if self.groups.get(key, ("",))[0] == uid:
@@ -136,10 +136,10 @@ class OperatorGroups:
     def _forget_unwritten(self, group: str) -> None:
         """A group caldera made for a pod (Volcano's) but could not write yet, once no pod of it is left: dropped,
         and no longer tried (a written one goes with its owner, and its DELETED comes through the watch)."""
-        ns, name = group.split("/", 1)
-        job_key = f"{ns}/{JOB_PREFIX}{name}"
-        if self.groups.get(group, ("x",))[0] != "" or self.plane.job_pods.get(job_key):
-            return
+        job_key = _job_key(group)
+        known = self.groups.get(group)
+        if known is None or known[0] or self.plane.job_pods.get(job_key):
+            return  # not caldera's to drop, written (its uid seen), or a pod of it is left
         del self.groups[group]
         self.status.group_owners.pop(group, None)
         self.plane.drop_group(job_key)
@@ -150,7 +150,7 @@ class OperatorGroups:
         pg, owners = implicit_podgroup(pod)
         self.status.group_owners[group] = owners
         self.groups[group] = ("", {})  # its uid comes with the watch's ADDED, once it is written
-        self.plane.put_group(f"{pg.metadata.namespace}/{pg.job}", pg)
+        self.plane.put_group(_job_key(group), pg)
 
     def _add(self, obj: JSON) -> None:
         pod = self._read(obj)
@@ -180,3 +180,9 @@ class OperatorGroups:
         ns = str(namespace or "default")
         log.warning("%s %s/%s is not scheduled: %s", "pod" if kind == "Refused" else "podgroup", ns, name, error)
         self.plane.record(kind, name, reason="Refused", message=f"not scheduled: {error}", namespace=ns)
+
+
+def _job_key(group: str) -> str:
+    """The plane's job key of the PodGroup `namespace/name`: a key no Job has (`JOB_PREFIX`)."""
+    ns, name = group.split("/", 1)
+    return f"{ns}/{JOB_PREFIX}{name}"
