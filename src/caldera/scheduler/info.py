@@ -103,6 +103,9 @@ class JobInfo:
     allocated: Vector
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # by pod key
     pg_conditions: list[o.PodGroupCondition] = field(default_factory=list)
+    # Its PodGroup's status was last written from a session's verdicts (unschedulable, not enqueued): the next
+    # session may write another whatever its tasks do (ClusterState._transition).
+    status_of_session: bool = False
     failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
     evict_failed_at: dict[str, int] = field(default_factory=dict)  # the same, per eviction (Preempt, Reclaim)
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition

@@ -244,6 +244,7 @@ class Session:
             if phase != before or conditions != job.pg_conditions:
                 job.pg_conditions = conditions
                 self.result.podgroups.append(PodGroupUpdate(job.key, job.name, phase, tuple(conditions)))
+            job.status_of_session = key in self.unschedulable or key in self.not_enqueued
         self.state.dirty_jobs.clear()
         return self.result
 

@@ -26,6 +26,7 @@ from caldera.core.resources import GPU, PODS
 from caldera.scheduler.info import ALLOCATED as ALLOCATED
 from caldera.scheduler.info import FINISHED as FINISHED
 from caldera.scheduler.info import OCCUPYING as OCCUPYING
+from caldera.scheduler.info import PLACED as PLACED
 from caldera.scheduler.info import READY as READY
 from caldera.scheduler.info import UNTRACKED_UNLESS_DECLARED as UNTRACKED_UNLESS_DECLARED
 from caldera.scheduler.info import JobInfo as JobInfo
@@ -43,6 +44,11 @@ _COUNTS_AS = {
     s: (s in OCCUPYING, s is TaskStatus.RELEASING, s is TaskStatus.PIPELINED, s in ALLOCATED, s in FINISHED)
     for s in TaskStatus
 }
+# What a PodGroup's status reads of a task's status (the session's `_podgroup_phase` and `_conditions`, the gang
+# plugin's job_ready): a move between statuses alike in all of these cannot change it, so it leaves the job clean
+# (a pod seen Running after it was bound does not cost a scheduling cycle), unless the status came from a session's
+# verdicts (`JobInfo.status_of_session`).
+_GROUP_SEES = {s: (s in READY, s in PLACED, s in FINISHED, s is TaskStatus.PENDING) for s in TaskStatus}
 REQUESTS_KEPT = 4096  # pod specs whose request vector is kept (`_request_of`)
 
 
@@ -349,7 +355,8 @@ class ClusterState(NodeArrays):
             self._contribute(task, -1.0)
             task.status, task.node = status, node
             self._contribute(task, +1.0)
-        self.dirty_jobs.add(task.job.key)
+        if task.job.status_of_session or _GROUP_SEES[old_status] != _GROUP_SEES[status]:
+            self.dirty_jobs.add(task.job.key)
         # Capacity grew (a node freed or will free resources): failed jobs may fit now.
         freed = (old_status in OCCUPYING and status not in OCCUPYING) or old_status is TaskStatus.PIPELINED
         if bump and (freed or (status is TaskStatus.RELEASING and old_status is not TaskStatus.RELEASING)):
