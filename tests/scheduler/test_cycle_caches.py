@@ -127,3 +127,39 @@ def test_a_plugin_parsing_its_arguments_twice_gets_each_answer() -> None:
     plugin = ssn.plugin("proportion")
     assert plugin.settings(lambda p: p.arg_bool("proportion.borrow", False)) is True
     assert plugin.settings(lambda p: p.arg_float("proportion.absent", 7.0)) == 7.0
+
+
+def _observe(state: ClusterState, name: str, pods: int, node: dict[str, str], phase: str) -> None:
+    pg_key = f"default/{name}"
+    for i in range(pods):
+        pod = make_pod(name, "worker", i, node=node[f"default/{name}-worker-{i}"], phase=phase)
+        state.set_pod(pod, pg_key)
+
+
+def test_a_pod_seen_running_after_its_bind_leaves_its_job_clean() -> None:
+    # A PodGroup's status reads a task's status only as ready, placed, finished or pending: Bound → Running
+    # changes none of them, so it must not cost a scheduling cycle (the control plane runs one for a dirty job).
+    state = cluster()
+    job(state, "a", 2)
+    result = Scheduler().run_cycle(state, 0.0)
+    placed = {b.pod: b.node for b in result.binds}
+    assert len(placed) == 2 and [u.phase for u in result.podgroups] == [o.PG_RUNNING]
+    _observe(state, "a", 2, placed, o.POD_PENDING)  # the binds seen: Binding → Bound
+    assert not state.dirty_jobs
+    _observe(state, "a", 2, placed, o.POD_RUNNING)
+    assert not state.dirty_jobs
+    _observe(state, "a", 2, placed, o.POD_SUCCEEDED)  # finished: the group may be Completed
+    assert state.dirty_jobs == {"default/a"}
+
+
+def test_a_job_whose_status_came_from_its_session_is_looked_at_again() -> None:
+    # Without the gang plugin a job is placed pod by pod: 2 of 3 placed and the third unschedulable is
+    # Volcano's Unknown phase, a verdict of that session only; the next cycle must write its status again
+    # when a pod of it moves, even between statuses alike for the group.
+    state = cluster(nodes=1, gpus="2")
+    job(state, "a", 3)
+    result = Scheduler(load_policy("fifo-nogang")).run_cycle(state, 0.0)
+    placed = {b.pod: b.node for b in result.binds}
+    assert len(placed) == 2 and [u.phase for u in result.podgroups] == [o.PG_UNKNOWN]
+    state.set_pod(make_pod("a", "worker", 0, node=placed["default/a-worker-0"]), "default/a")
+    assert state.dirty_jobs == {"default/a"}
