@@ -64,6 +64,32 @@ def test_a_stopping_pod_keeps_its_resources_until_it_is_gone() -> None:
     plane.state.check_invariants()
 
 
+def test_a_deleted_podgroup_whose_pods_still_stop_is_not_admitted_again() -> None:
+    """Its pods keep their GPUs until they are gone, but the group itself is gone: the scheduler gives it no status
+    and does not admit it again (it did: recomputed Pending, then Inqueue, holding its queue's share as a ghost)."""
+    plane, executor, clock = plane_with()
+    submit(plane, "first")
+    clock.advance(10)
+    plane.command("default/first", "AbortJob")
+    plane.settle()
+    deleted = len(plane.events)
+    clock.advance(1)
+    submit(plane, "second")
+    clock.advance(1)
+    plane.settle()
+    group = next(key for key in plane.state.jobs if key.startswith("default/first-"))
+    assert plane.state.jobs[group].pg_phase not in (o.PG_PENDING, o.PG_INQUEUE)
+    gpus = plane.state.dim["nvidia.com/gpu"]
+    assert plane.state.queue("default").inqueue[gpus] == 2000.0  # the second job's two GPUs, no more
+    assert [e.reason for e in plane.events[deleted:] if e.object == group.split("/")[1]] == []
+    for key in list(executor.stopping):
+        plane.pod_stopped(key)
+    plane.settle()
+    assert executor.started[2:] == ["second-worker-0", "second-worker-1"]
+    assert group not in plane.state.jobs
+    plane.state.check_invariants()
+
+
 def test_a_restart_reuses_the_podgroup_without_losing_the_stopping_pods() -> None:
     """RestartJob re-creates the PodGroup (same name) while the old pods still stop: they stay accounted."""
     plane, executor, clock = plane_with()

@@ -106,6 +106,9 @@ class JobInfo:
     # Its PodGroup's status was last written from a session's verdicts (unschedulable, not enqueued): the next
     # session may write another whatever its tasks do (ClusterState._transition).
     status_of_session: bool = False
+    # Its PodGroup was deleted while pods of it still hold nodes: kept for their accounting until they are gone,
+    # never admitted, placed or given a status again (Volcano's scheduler skips a job without a PodGroup).
+    released: bool = False
     failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
     evict_failed_at: dict[str, int] = field(default_factory=dict)  # the same, per eviction (Preempt, Reclaim)
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition

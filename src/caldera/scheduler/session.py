@@ -234,7 +234,7 @@ class Session:
         now = self.now
         for key in sorted(self.state.dirty_jobs | self.touched | set(self.not_enqueued)):
             job = self.state.jobs.get(key)
-            if job is None:
+            if job is None or job.released:
                 continue
             before = self._opened.get(key, job.pg_phase)
             phase = self._podgroup_phase(job)

@@ -182,6 +182,7 @@ class ClusterState(NodeArrays):
                 self._set_inqueue(job, True)
             return job
         self._set_inqueue(job, False)
+        job.released = False  # a group of the same name again (a restart re-creates it)
         if job.queue != pg.queue:
             self._move_queue(job, pg.queue)
         job.priority = self.priority_of(pg.priority_class_name)
@@ -196,6 +197,17 @@ class ClusterState(NodeArrays):
         job.evict_failed_at.clear()
         self._set_inqueue(job, pg.phase == o.PG_INQUEUE)
         return job
+
+    def release_podgroup(self, key: str) -> None:
+        """The PodGroup was deleted but pods of it still hold nodes: keep them counted, schedule it no more."""
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        job.released = True
+        self._set_inqueue(job, False)
+        self._index_phase(job)
+        self.waiting.discard(key)
+        self.dirty_jobs.discard(key)
 
     def remove_podgroup(self, key: str) -> None:
         job = self.jobs.get(key)
@@ -221,7 +233,7 @@ class ClusterState(NodeArrays):
         self._set_inqueue(job, phase == o.PG_INQUEUE)
 
     def _index_phase(self, job: JobInfo) -> None:
-        if job.pg_phase == o.PG_PENDING:
+        if job.pg_phase == o.PG_PENDING and not job.released:
             self.pending_groups.add(job.key)
         else:
             self.pending_groups.discard(job.key)
@@ -369,7 +381,7 @@ class ClusterState(NodeArrays):
         counts = job.counts
         counts[s] = counts.get(s, 0) + int(sign)
         if s is TaskStatus.PENDING or s is TaskStatus.PIPELINED:
-            if counts.get(TaskStatus.PENDING, 0) + counts.get(TaskStatus.PIPELINED, 0) > 0:
+            if counts.get(TaskStatus.PENDING, 0) + counts.get(TaskStatus.PIPELINED, 0) > 0 and not job.released:
                 self.waiting.add(job.key)
             else:
                 self.waiting.discard(job.key)

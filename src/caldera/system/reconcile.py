@@ -204,6 +204,7 @@ class JobReconciler:
         info = self.state.jobs.get(pg.key)
         if info is not None and info.count(OCCUPYING) > 0:
             self._released[job_key] = pg.key
+            self.state.release_podgroup(pg.key)
         else:
             self.state.remove_podgroup(pg.key)
 
