@@ -163,3 +163,18 @@ def test_a_job_whose_status_came_from_its_session_is_looked_at_again() -> None:
     assert len(placed) == 2 and [u.phase for u in result.podgroups] == [o.PG_UNKNOWN]
     state.set_pod(make_pod("a", "worker", 0, node=placed["default/a-worker-0"]), "default/a")
     assert state.dirty_jobs == {"default/a"}
+
+
+def test_a_group_whose_minimum_its_owner_raised_gets_its_status_again() -> None:
+    # Another operator's PodGroup (Kubernetes mode) edited to need more pods than run: its status is measured
+    # against the new minimum at the next cycle, not left Running until one of its pods happens to move.
+    state = cluster()
+    job(state, "a", 2)
+    placed = {b.pod: b.node for b in Scheduler().run_cycle(state, 0.0).binds}
+    _observe(state, "a", 2, placed, o.POD_RUNNING)
+    Scheduler().run_cycle(state, 1.0)
+    raised = make_podgroup("a", min_member=3)
+    raised.phase, raised.conditions = o.PG_RUNNING, list(state.jobs["default/a"].pg_conditions)
+    state.set_podgroup(raised)
+    assert state.dirty_jobs == {"default/a"}
+    assert [u.phase for u in Scheduler().run_cycle(state, 2.0).podgroups] == [o.PG_PENDING]

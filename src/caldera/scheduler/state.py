@@ -186,6 +186,8 @@ class ClusterState(NodeArrays):
         if job.queue != pg.queue:
             self._move_queue(job, pg.queue)
         job.priority = self.priority_of(pg.priority_class_name)
+        if job.min_available != pg.min_member or job.min_task_member != pg.min_task_member:
+            self.dirty_jobs.add(job.key)  # what its status is measured against changed (another operator's edit)
         job.min_available = pg.min_member
         job.min_task_member = dict(pg.min_task_member)
         job.min_resources = min_res
