@@ -207,6 +207,8 @@ class ClusterState(NodeArrays):
             return
         job.released = True
         self._set_inqueue(job, False)
+        # No group, no phase: nothing reads it as admitted, waiting to be, or as room an Inqueue job holds.
+        job.pg_phase, job.inqueue_since = "", None
         self._index_phase(job)
         self.waiting.discard(key)
         self.dirty_jobs.discard(key)
