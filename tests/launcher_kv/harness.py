@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from caldera.launcher.etcd import EtcdKV, connect
-from caldera.launcher.kv import KV, KVError, WatchEvent
+from caldera.launcher.kv import KV, KVError, Unavailable, WatchEvent
 from caldera.launcher.memkv import MemoryKV
 from caldera.launcher.server import EtcdServer
 from caldera.testing.tcpproxy import TcpProxy
@@ -23,6 +23,19 @@ from caldera.testing.waiting import wait_until
 from caldera.utils.clock import ManualClock, SystemClock
 
 TIMEOUT = 3.0  # the etcd client's per-call deadline in these tests
+
+
+def answering(probe: Callable[[], bool]) -> Callable[[], bool]:
+    """`probe` as a wait's predicate after an outage: `Unavailable` is "not yet" (the first calls may still meet the
+    old connection, e.g. the one a keepalive ping that timed out closes when it ends, while the channel reconnects)."""
+
+    def predicate() -> bool:
+        try:
+            return probe()
+        except Unavailable:
+            return False
+
+    return predicate
 
 
 @dataclass

@@ -9,7 +9,7 @@ import pytest
 from caldera.launcher.kv import DELETE, PUT, KVError, LeaseNotFound, Unavailable
 from caldera.testing.waiting import wait_until
 
-from .harness import Recorder, Store
+from .harness import Recorder, Store, answering
 
 # -- keys and values -----------------------------------------------------------------------------
 
@@ -298,13 +298,9 @@ def test_losing_the_server_raises_unavailable_and_breaks_watches_once(store: Sto
 
         outage.restore()
 
-        def answers() -> bool:
-            try:
-                return kv.get(p + "a") is not None
-            except Unavailable:
-                return False
-
-        wait_until(answers, timeout=15, what="the client to reach the server again")
+        wait_until(
+            answering(lambda: kv.get(p + "a") is not None), timeout=15, what="the client to reach the server again"
+        )
         again = Recorder()
         cancel = kv.watch_prefix(p, again, on_error=again.on_error)
         kv.put(p + "b", "2")

@@ -14,7 +14,7 @@ from caldera.launcher.server import free_port
 from caldera.testing.etcd import running_etcd
 from caldera.testing.waiting import wait_until
 
-from .harness import Recorder
+from .harness import Recorder, answering
 
 
 @pytest.mark.parametrize(
@@ -95,16 +95,7 @@ def test_a_watch_on_a_server_that_stopped_answering_breaks_instead_of_waiting_fo
                 assert isinstance(errors[0], Unavailable)
             finally:
                 os.kill(server.pid, signal.SIGCONT)
-
-            def answers() -> bool:
-                # The first calls after the thaw may still fail: the ping that timed out during the freeze
-                # closes the connection when it ends ("Stream removed ... (ping timeout)"), and the channel
-                # connects again. Unavailable is what the client says then; the server answers soon after.
-                try:
-                    return kv.revision() > 0
-                except Unavailable:
-                    return False
-
-            wait_until(answers, timeout=10, what="the thawed server to answer")
+            # The first calls after the thaw may still fail with Unavailable ("Stream removed ... (ping timeout)").
+            wait_until(answering(lambda: kv.revision() > 0), timeout=10, what="the thawed server to answer")
         finally:
             kv.close()

@@ -23,6 +23,26 @@ tiers:
 GPU = {"nvidia.com/gpu": "1"}
 
 
+def gang(state: ClusterState, name: str, priority: str, phase: str, gpus: int, *pods: o.Pod) -> None:
+    """A gang of one-GPU pods in queue q, asking `gpus` GPUs as its minimum."""
+    state.set_podgroup(
+        make_podgroup(
+            name,
+            min_member=len(pods),
+            queue="q",
+            priority_class=priority,
+            phase=phase,
+            min_resources={"nvidia.com/gpu": str(gpus)},
+        )
+    )
+    for pod in pods:
+        state.set_pod(pod, f"default/{name}")
+
+
+def running(name: str, index: int) -> o.Pod:
+    return make_pod(name, "worker", index, requests=GPU, node="n0", phase=o.POD_RUNNING)
+
+
 def test_a_released_group_that_was_inqueue_is_no_room_for_another_job() -> None:
     state = ClusterState()
     state.set_nodes([make_node("n0", resources={"cpu": "32", "memory": "64Gi", "nvidia.com/gpu": "8"})])
@@ -30,40 +50,15 @@ def test_a_released_group_that_was_inqueue_is_no_room_for_another_job() -> None:
     capped = o.QueueSpec(capability=parse_resource_list({"nvidia.com/gpu": "4"}))
     state.set_queue(o.Queue(o.ObjectMeta(name="q", namespace=""), capped))
     # a: a low-priority gang back Inqueue after one pod failed (the other runs), asking 4 GPUs; d: 3 GPUs running
-    state.set_podgroup(
-        make_podgroup("a", min_member=2, queue="q", priority_class="low", min_resources={"nvidia.com/gpu": "4"})
-    )
-    state.set_pod(make_pod("a", "worker", 0, requests=GPU, node="n0", phase=o.POD_RUNNING), "default/a")
-    state.set_pod(make_pod("a", "worker", 1, requests=GPU, phase=o.POD_FAILED), "default/a")
-    state.set_podgroup(
-        make_podgroup(
-            "d",
-            min_member=3,
-            queue="q",
-            priority_class="high",
-            phase=o.PG_RUNNING,
-            min_resources={"nvidia.com/gpu": "3"},
-        )
-    )
-    for i in range(3):
-        state.set_pod(make_pod("d", "worker", i, requests=GPU, node="n0", phase=o.POD_RUNNING), "default/d")
+    failed = make_pod("a", "worker", 1, requests=GPU, phase=o.POD_FAILED)
+    gang(state, "a", "low", o.PG_INQUEUE, 4, running("a", 0), failed)
+    gang(state, "d", "high", o.PG_RUNNING, 3, *(running("d", i) for i in range(3)))
     Scheduler(CONFIG).run_cycle(state, 0.0)
-    stopping = make_pod("a", "worker", 0, requests=GPU, node="n0", phase=o.POD_RUNNING)
+    stopping = running("a", 0)
     stopping.deletion_timestamp = 1.0
     state.set_pod(stopping, "default/a")
     state.release_podgroup("default/a")  # a was deleted; its pod still stops
-    state.set_podgroup(
-        make_podgroup(
-            "b",
-            min_member=2,
-            queue="q",
-            priority_class="high",
-            phase=o.PG_PENDING,
-            min_resources={"nvidia.com/gpu": "2"},
-        )
-    )
-    for i in range(2):
-        state.set_pod(make_pod("b", "worker", i, requests=GPU), "default/b")
+    gang(state, "b", "high", o.PG_PENDING, 2, *(make_pod("b", "worker", i, requests=GPU) for i in range(2)))
 
     result = Scheduler(CONFIG).run_cycle(state, 2.0)
 

@@ -47,6 +47,10 @@ ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUN
 READY = ALLOCATED | {TaskStatus.SUCCEEDED}
 FINISHED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 PLACED = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})  # on a node, for good
+# The phase of a job whose PodGroup was deleted while pods of it still hold nodes (`ClusterState.release_podgroup`):
+# kept for their accounting until they are gone, and, being no PodGroup phase, read by nothing as admitted, pending
+# or holding room; never given a status again (Volcano's scheduler skips a job without a PodGroup).
+RELEASED = "Released"
 
 
 @dataclass(eq=False, slots=True)
@@ -106,15 +110,16 @@ class JobInfo:
     # Its PodGroup's status was last written from a session's verdicts (unschedulable, not enqueued): the next
     # session may write another whatever its tasks do (ClusterState._transition).
     status_of_session: bool = False
-    # Its PodGroup was deleted while pods of it still hold nodes: kept for their accounting until they are gone,
-    # never admitted, placed or given a status again (Volcano's scheduler skips a job without a PodGroup).
-    released: bool = False
     failed_at: int = -1  # state version at the last failed placement; -1: not failed since it last changed
     evict_failed_at: dict[str, int] = field(default_factory=dict)  # the same, per eviction (Preempt, Reclaim)
     fit_errors: str = ""  # why it last failed, for the Unschedulable condition
     inqueue_since: float | None = None
     counts: dict[TaskStatus, int] = field(default_factory=dict)  # tasks by status, kept by ClusterState
     service: Service = field(default_factory=Service)  # GPU-seconds run so far, across runs
+
+    @property
+    def released(self) -> bool:
+        return self.pg_phase == RELEASED
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         n = 0

@@ -28,6 +28,7 @@ from caldera.scheduler.info import FINISHED as FINISHED
 from caldera.scheduler.info import OCCUPYING as OCCUPYING
 from caldera.scheduler.info import PLACED as PLACED
 from caldera.scheduler.info import READY as READY
+from caldera.scheduler.info import RELEASED
 from caldera.scheduler.info import UNTRACKED_UNLESS_DECLARED as UNTRACKED_UNLESS_DECLARED
 from caldera.scheduler.info import JobInfo as JobInfo
 from caldera.scheduler.info import QueueInfo as QueueInfo
@@ -182,7 +183,6 @@ class ClusterState(NodeArrays):
                 self._set_inqueue(job, True)
             return job
         self._set_inqueue(job, False)
-        job.released = False  # a group of the same name again (a restart re-creates it)
         if job.queue != pg.queue:
             self._move_queue(job, pg.queue)
         job.priority = self.priority_of(pg.priority_class_name)
@@ -205,10 +205,8 @@ class ClusterState(NodeArrays):
         job = self.jobs.get(key)
         if job is None:
             return
-        job.released = True
         self._set_inqueue(job, False)
-        # No group, no phase: nothing reads it as admitted, waiting to be, or as room an Inqueue job holds.
-        job.pg_phase, job.inqueue_since = "", None
+        job.pg_phase, job.inqueue_since = RELEASED, None  # a group of the same name again gives it its phase back
         self._index_phase(job)
         self.waiting.discard(key)
         self.dirty_jobs.discard(key)
@@ -237,7 +235,7 @@ class ClusterState(NodeArrays):
         self._set_inqueue(job, phase == o.PG_INQUEUE)
 
     def _index_phase(self, job: JobInfo) -> None:
-        if job.pg_phase == o.PG_PENDING and not job.released:
+        if job.pg_phase == o.PG_PENDING:
             self.pending_groups.add(job.key)
         else:
             self.pending_groups.discard(job.key)
@@ -385,7 +383,7 @@ class ClusterState(NodeArrays):
         counts = job.counts
         counts[s] = counts.get(s, 0) + int(sign)
         if s is TaskStatus.PENDING or s is TaskStatus.PIPELINED:
-            if counts.get(TaskStatus.PENDING, 0) + counts.get(TaskStatus.PIPELINED, 0) > 0 and not job.released:
+            if counts.get(TaskStatus.PENDING, 0) + counts.get(TaskStatus.PIPELINED, 0) > 0 and job.pg_phase != RELEASED:
                 self.waiting.add(job.key)
             else:
                 self.waiting.discard(job.key)
