@@ -263,7 +263,10 @@ class ControlPlane(JobReconciler, ForeignGroups):
         del self.pods[key]
         job_key = f"{pod.metadata.namespace}/{pod.job}"
         self._touch(job_key)
-        self.job_pods.get(job_key, {}).pop(pod.name, None)
+        job_pods = self.job_pods.get(job_key, {})
+        own = job_pods.get(pod.name) is pod  # else a pod of a deleted job that a new one of its name replaced
+        if own:
+            del job_pods[pod.name]
         self.state.remove_task(key)
         self._dirty = True
         self._release_podgroup(job_key)
@@ -271,9 +274,12 @@ class ControlPlane(JobReconciler, ForeignGroups):
         if self.on_pod_gone is not None:
             self.on_pod_gone(pod, code, asked)
         job = self.jobs.get(job_key)
-        if job is None:  # deleted with its job
+        if job is None or not own:  # deleted with its job
             self.history.forget(key)
-            self._forget_deleted(job_key)
+            if job is None:
+                self._forget_deleted(job_key)
+            else:  # the new job's pod of this name can be created now
+                self._request(job_key, OUT_OF_SYNC)
             return
         self._forget_if_done(job)
         pods = list(self.job_pods[job.key].values())

@@ -29,6 +29,7 @@ from caldera.controller import (
     make_pod,
     make_podgroup,
     only_syncs,
+    pod_name,
     request_for_started_pod,
     requests_for_new_pods,
     requests_for_pod_change,
@@ -175,6 +176,8 @@ class JobReconciler:
                 class_name = spec.template.spec.priority_class_name or job.spec.priority_class_name
                 found = tasks[task_name] = (spec, self.state.priority_of(class_name))
             task, priority = found
+            if f"{job.namespace}/{pod_name(job.name, task_name, index)}" in self.pods:
+                continue  # the name is held by a pod of a deleted job of this name, still stopping (`pod_stopped`)
             pod = make_pod(job, task, index, priority, now)
             self._uid += 1
             pod.metadata.uid = f"{self._uid:08x}"
@@ -278,7 +281,10 @@ class JobReconciler:
 
     def _pg_key(self, pod: o.Pod) -> str:
         """The key of the pod's PodGroup in the scheduler: its job's, or the one deleted while its pods still
-        held nodes (`_drop_podgroup`), so that such a pod ending gives its node back."""
+        held nodes (`_drop_podgroup`), so that such a pod ending gives its node back. A pod of a deleted job
+        is not counted in the group of a new job of the same name: the group it names is its own."""
         job_key = f"{pod.metadata.namespace}/{pod.job}"
         pg = self.podgroups.get(job_key)
-        return pg.key if pg is not None else self._released.get(job_key, "")
+        if pg is not None and self.job_pods.get(job_key, {}).get(pod.name) is pod:
+            return pg.key
+        return self._released.get(job_key, "")
