@@ -181,3 +181,30 @@ def test_a_job_submitted_again_while_its_old_pods_stop_waits_for_their_names() -
     assert all(plane.pods[key].status.phase == o.POD_RUNNING for key in old_uids)
     assert plane.attempts_of("default/job-worker-0") == 1  # the new job's pod starts clean, as on a fresh name
     plane.state.check_invariants()
+
+
+def test_a_job_restored_without_its_group_keeps_its_stopping_pods_resources() -> None:
+    """A daemon that restarts while an aborted job's pods still stop finds the job without its PodGroup (deleted at
+    the abort): the pods still hold their GPUs until they are gone, as before the restart."""
+    before, _, clock = plane_with()
+    submit(before, "first")
+    clock.advance(10)
+    before.command("default/first", "AbortJob")
+    before.settle()
+    assert "default/first" not in before.podgroups
+    job = before.jobs["default/first"]
+    pods = [(pod, 1) for pod in before.job_pods["default/first"].values()]
+    assert all(pod.deletion_timestamp is not None and pod.node_name for pod, _ in pods)
+
+    plane, executor, _ = plane_with()
+    plane.restore(job, None, pods)
+    plane.settle()
+    submit(plane, "second")
+    assert executor.started == []  # the GPUs are still held by the pods being stopped
+    plane.state.check_invariants()
+    plane.pod_stopped("default/first-worker-0")
+    plane.pod_stopped("default/first-worker-1")
+    plane.settle()
+    assert executor.started == ["second-worker-0", "second-worker-1"]
+    assert not any(key.startswith("default/first-") for key in plane.state.jobs)
+    plane.state.check_invariants()

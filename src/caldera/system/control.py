@@ -30,6 +30,7 @@ from collections.abc import Callable
 from caldera.controller import (
     DelayedActions,
     Request,
+    make_podgroup,
     requests_for_pod_change,
 )
 from caldera.controller.events import JOB_TARGET, OUT_OF_SYNC, SYNC_JOB
@@ -169,24 +170,32 @@ class ControlPlane(JobReconciler, ForeignGroups):
     def restore(self, job: o.Job, podgroup: o.PodGroup | None, pods: list[tuple[o.Pod, int]]) -> None:
         """Put back a job, its podgroup and its pods (with their attempt numbers) as a previous daemon left them.
 
-        Nothing is recorded as happening; the job is re-synced, as after any change."""
+        Nothing is recorded as happening; the job is re-synced, as after any change. Pods still on nodes
+        whose PodGroup was deleted (a job aborted while they stop) are accounted under that group, dropped
+        again at once: they hold their resources until they are gone (`_drop_podgroup`), as before."""
         self.jobs[job.key] = job
         self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.ttl.watch(job)
         self._uid = max(self._uid, _uid_number(job.metadata.uid))
+        group = podgroup
+        if group is None and any(pod.node_name and not pod.finished for pod, _ in pods):
+            group = make_podgroup(job, self.clock.now())
+        if group is not None:
+            self.state.set_podgroup(group)
         if podgroup is not None:
             self.podgroups[job.key] = podgroup
-            self.state.set_podgroup(podgroup)
         for pod, attempt in pods:
             self.pods[pod.key] = pod
             self.job_pods[job.key][pod.name] = pod
             self._uid = max(self._uid, _uid_number(pod.metadata.uid))
             if pod.deletion_timestamp is not None:
                 self._stopping.add(pod.key)
-            if podgroup is not None:
-                self.state.set_pod(pod, podgroup.key)
+            if group is not None:
+                self.state.set_pod(pod, group.key)
             self.history.restore(pod, attempt, running=bool(pod.node_name) and not pod.finished)
+        if group is not None and podgroup is None:
+            self._drop_podgroup(job.key, group)
         self._request(job.key, OUT_OF_SYNC)
         self._dirty = True
 
