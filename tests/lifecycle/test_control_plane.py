@@ -155,34 +155,6 @@ def test_the_next_wakeup_is_the_earliest_timer() -> None:
     assert plane.next_wakeup() is None
 
 
-def test_a_job_submitted_again_while_its_old_pods_stop_waits_for_their_names() -> None:
-    """Deleted, then submitted again under the same name at once: the old pods still stop under the names the
-    new ones take. As Kubernetes refuses a pod whose name is held (AlreadyExists) and Volcano's controller
-    retries, each new pod is created only once the old one is gone; an old pod's end is not the new one's."""
-    plane, executor, clock = plane_with(gpus=4)
-    submit(plane, "job")
-    clock.advance(10)
-    plane.delete_job("default/job")
-    plane.settle()
-    old_uids = {key: plane.pods[key].metadata.uid for key in executor.stopping}
-    assert sorted(old_uids) == ["default/job-worker-0", "default/job-worker-1"]
-    submit(plane, "job")
-    assert executor.started == ["job-worker-0", "job-worker-1"]  # not re-created while the old ones hold the names
-    assert {key: plane.pods[key].metadata.uid for key in old_uids} == old_uids
-    assert plane.jobs["default/job"].status.phase == o.PENDING
-    plane.pod_stopped("default/job-worker-0")
-    plane.settle()
-    plane.pod_stopped("default/job-worker-1")
-    plane.settle()
-    assert executor.started[2:] == ["job-worker-0", "job-worker-1"]
-    new = plane.jobs["default/job"]
-    assert new.status.phase == o.RUNNING
-    assert all(plane.pods[key].metadata.uid != uid for key, uid in old_uids.items())
-    assert all(plane.pods[key].status.phase == o.POD_RUNNING for key in old_uids)
-    assert plane.attempts_of("default/job-worker-0") == 1  # the new job's pod starts clean, as on a fresh name
-    plane.state.check_invariants()
-
-
 def test_a_job_restored_without_its_group_keeps_its_stopping_pods_resources() -> None:
     """A daemon that restarts while an aborted job's pods still stop finds the job without its PodGroup (deleted at
     the abort): the pods still hold their GPUs until they are gone, as before the restart."""

@@ -90,8 +90,11 @@ class ControlPlane(JobReconciler, ForeignGroups):
         self._changes: dict[str, int] = {}  # job key → how many times it was touched (`_touch`)
         self._settled: dict[str, int] = {}  # job key → its `_changes` after a sync that left it settled
         self.ttl = TtlQueue()  # finished jobs to delete later
-        # job key → key of its PodGroup, deleted while pods of the job still release resources
-        self._released: dict[str, str] = {}
+        # job key → keys of its PodGroups deleted while pods of them still release resources (a job deleted and
+        # submitted again, then deleted again, has two)
+        self._released: dict[str, set[str]] = {}
+        # pod key → key of the job whose pod of that name waits for the pod holding the name to go (`_run`)
+        self._name_waiters: dict[str, str] = {}
         self._uid = 0
         self.on_event: Callable[[o.Event], None] | None = None
         # (pod, exit code or None if it never ran, whether the plane asked for it): a pod was removed
@@ -270,6 +273,9 @@ class ControlPlane(JobReconciler, ForeignGroups):
         if code is not None:
             self.history.end(key, o.POD_SUCCEEDED if code == 0 else o.POD_FAILED, code, self.clock.now())
         del self.pods[key]
+        waiter = self._name_waiters.pop(key, None)
+        if waiter is not None and waiter in self.jobs:  # its pod of this name can be created now
+            self._request(waiter, OUT_OF_SYNC)
         job_key = f"{pod.metadata.namespace}/{pod.job}"
         self._touch(job_key)
         job_pods = self.job_pods.get(job_key, {})
@@ -283,12 +289,9 @@ class ControlPlane(JobReconciler, ForeignGroups):
         if self.on_pod_gone is not None:
             self.on_pod_gone(pod, code, asked)
         job = self.jobs.get(job_key)
-        if job is None or not own:  # deleted with its job
+        if job is None or not own:  # deleted with its job (which a new one of its name may have replaced)
             self.history.forget(key)
-            if job is None:
-                self._forget_deleted(job_key)
-            else:  # the new job's pod of this name can be created now
-                self._request(job_key, OUT_OF_SYNC)
+            self._forget_deleted(job_key)
             return
         self._forget_if_done(job)
         pods = list(self.job_pods[job.key].values())

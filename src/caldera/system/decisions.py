@@ -32,6 +32,8 @@ def apply_cycle(plane: ControlPlane, result: CycleResult) -> None:
         plane._touch(job_key)
         if old != update.phase:
             plane.record("PodGroupPhase", pg.metadata.name, reason=update.phase, namespace=pg.metadata.namespace)
+            if old == o.PG_COMPLETED and update.key in plane.state.waiting:
+                plane._dirty = True  # a pod created after the others ended: allocate places it in the next cycle
         cond = update.conditions[-1] if update.conditions else None
         if cond is not None and cond.type == "Unschedulable" and cond.last_transition_time == plane.clock.now():
             plane.record(

@@ -63,7 +63,8 @@ class JobReconciler:
     ttl: TtlQueue  # finished jobs to delete later
     _requests: deque[tuple[str, Request]]
     _stopping: set[str]  # pods the control plane asked to stop (not evictions by others)
-    _released: dict[str, str]  # job key → key of its PodGroup, deleted while pods of the job still release resources
+    _released: dict[str, set[str]]  # job key → keys of its PodGroups deleted while pods of them still hold nodes
+    _name_waiters: dict[str, str]  # pod key → job whose pod of that name waits for the pod holding it to go
     _dirty: bool  # something changed since the last scheduling cycle
     _touched: set[str]  # job keys whose job, podgroup or pods changed since `take_touched`
     _changes: dict[str, int]  # job key → how many times it was touched
@@ -176,8 +177,10 @@ class JobReconciler:
                 class_name = spec.template.spec.priority_class_name or job.spec.priority_class_name
                 found = tasks[task_name] = (spec, self.state.priority_of(class_name))
             task, priority = found
-            if f"{job.namespace}/{pod_name(job.name, task_name, index)}" in self.pods:
-                continue  # the name is held by a pod of a deleted job of this name, still stopping (`pod_stopped`)
+            held = f"{job.namespace}/{pod_name(job.name, task_name, index)}"
+            if held in self.pods:  # by a pod still stopping (of a deleted job of this name, an operator's):
+                self._name_waiters[held] = key  # Kubernetes' AlreadyExists; created once it is gone (`pod_stopped`)
+                continue
             pod = make_pod(job, task, index, priority, now)
             self._uid += 1
             pod.metadata.uid = f"{self._uid:08x}"
@@ -206,23 +209,26 @@ class JobReconciler:
         stopped; dropping the group at once would hand those resources out twice."""
         info = self.state.jobs.get(pg.key)
         if info is not None and info.count(OCCUPYING) > 0:
-            self._released[job_key] = pg.key
+            self._released.setdefault(job_key, set()).add(pg.key)
             self.state.release_podgroup(pg.key)
         else:
             self.state.remove_podgroup(pg.key)
 
     def _release_podgroup(self, job_key: str) -> None:
         """After a pod of the job left: finish a deferred `_drop_podgroup` if it was the last one on a node."""
-        pg_key = self._released.get(job_key)
-        if pg_key is None:
+        released = self._released.get(job_key)
+        if released is None:
             return
-        info = self.state.jobs.get(pg_key)
-        if info is not None and info.count(OCCUPYING) > 0:
-            return
-        del self._released[job_key]
-        current = self.podgroups.get(job_key)
-        if current is None or current.key != pg_key:  # a re-created group of the same name took the entry over
-            self.state.remove_podgroup(pg_key)
+        for pg_key in sorted(released):
+            info = self.state.jobs.get(pg_key)
+            if info is not None and info.count(OCCUPYING) > 0:
+                continue
+            released.discard(pg_key)
+            current = self.podgroups.get(job_key)
+            if current is None or current.key != pg_key:  # a re-created group of the same name took the entry over
+                self.state.remove_podgroup(pg_key)
+        if not released:
+            del self._released[job_key]
 
     def _forget_if_done(self, job: o.Job) -> None:
         """A finished job none of whose pods still runs is no longer the scheduler's business."""
@@ -287,4 +293,9 @@ class JobReconciler:
         pg = self.podgroups.get(job_key)
         if pg is not None and self.job_pods.get(job_key, {}).get(pod.name) is pod:
             return pg.key
-        return self._released.get(job_key, "")
+        released = self._released.get(job_key)
+        if not released:
+            return ""
+        own = f"{pod.metadata.namespace}/{pod.metadata.annotations.get(o.GROUP_NAME_KEY, '')}"
+        return own if own in released else ""
+
