@@ -23,6 +23,7 @@ from caldera.core.objects import (
     Job,
     Pod,
 )
+from caldera.utils.records import immutable
 
 # ---------------------------------------------------------------- events
 
@@ -116,7 +117,7 @@ class Target:
 JOB_TARGET = Target()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Request:
     """One thing the controller was told: an event, or an explicit `action` (a user's command).
 

@@ -10,7 +10,6 @@ whole-job kill, so events of the pods it killed can no longer trigger policies.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from caldera.controller.elastic import elastic_sync, replaceable
 from caldera.controller.events import (
@@ -49,11 +48,12 @@ from caldera.core.objects import (
     JobStatus,
     Pod,
 )
+from caldera.utils.records import immutable
 
 # ---------------------------------------------------------------- the plan
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Plan:
     """One step of the state machine, for the caller to carry out in this order:
 

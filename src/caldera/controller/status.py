@@ -9,7 +9,7 @@ of a JobStatus are always rebuilt from scratch, never patched, so they cannot dr
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from caldera.core.objects import (
     ABORTED,
@@ -24,12 +24,13 @@ from caldera.core.objects import (
     JobStatus,
     Pod,
 )
+from caldera.utils.records import immutable
 
 # Phases that stop the clock: the job's pods are gone or going, for good or until a resume.
 STOPPED_PHASES = frozenset({COMPLETED, FAILED, TERMINATED, ABORTED})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PodCounts:
     """A job's pods by phase (Volcano's JobStatus counters), plus succeeded pods per task.
 

@@ -48,6 +48,7 @@ from caldera.core.objects import (
     TERMINATING,
     JobSpec,
 )
+from caldera.utils.records import immutable
 
 # ---------------------------------------------------------------- the table
 
@@ -75,7 +76,7 @@ def action_class(action: str) -> str:
     return _CLASS.get(action, ANY_ACTION)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Step:
     """A phase a check moved to, with why."""
 

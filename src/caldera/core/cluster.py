@@ -11,6 +11,7 @@ from typing import Any
 from caldera.core.meta import ObjectMeta
 from caldera.core.podspec import Taint
 from caldera.core.resources import format_resource_list
+from caldera.utils.records import immutable
 
 
 @dataclass(slots=True)
@@ -60,7 +61,7 @@ class PriorityClass:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Event:
     """Something that happened to an object, as `caldera describe` and the simulator report it."""
 

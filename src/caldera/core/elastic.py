@@ -116,7 +116,8 @@ def with_elastic_defaults(job: Job) -> None:
         if key in job.metadata.annotations:
             task = _with_recovery(task, job.spec.policies)
         tasks.append(task)
-    job.spec = replace(job.spec, tasks=tuple(tasks))
+    if any(a is not b for a, b in zip(tasks, job.spec.tasks, strict=True)):
+        job.spec = replace(job.spec, tasks=tuple(tasks))
 
 
 def _with_recovery(task: TaskSpec, job_policies: tuple[LifecyclePolicy, ...]) -> TaskSpec:

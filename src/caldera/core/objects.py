@@ -39,6 +39,7 @@ from caldera.core.scheduling import PodGroup as PodGroup
 from caldera.core.scheduling import PodGroupCondition as PodGroupCondition
 from caldera.core.scheduling import Queue as Queue
 from caldera.core.scheduling import QueueSpec as QueueSpec
+from caldera.utils.records import immutable
 
 JOB_API = "batch.volcano.sh/v1alpha1"
 
@@ -127,7 +128,7 @@ class TaskSpec:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobSpec:
     tasks: tuple[TaskSpec, ...]
     min_available: int

@@ -11,6 +11,7 @@ from typing import Any
 
 from caldera.core.meta import ObjectMeta
 from caldera.core.resources import format_resource_list
+from caldera.utils.records import immutable
 
 SCHEDULING_API = "scheduling.volcano.sh/v1beta1"
 
@@ -80,7 +81,7 @@ class Queue:
 # ---------------------------------------------------------------- podgroup
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PodGroupCondition:
     type: str  # Unschedulable | Scheduled
     status: str  # "True" | "False"

@@ -38,11 +38,12 @@ from caldera.scheduler.info import PLACED
 from caldera.scheduler.placement import Placements
 from caldera.scheduler.state import FINISHED, READY, ClusterState, JobInfo, QueueInfo, TaskInfo, Vector
 from caldera.scheduler.statement import Bind, Evict, Statement
+from caldera.utils.records import immutable
 
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PodGroupUpdate:
     key: str  # namespace/name of the podgroup
     job: str

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 from caldera.scheduler.framework import ON_ALLOCATE, ON_DEALLOCATE
 from caldera.scheduler.state import ALLOCATED, TaskInfo, TaskStatus
+from caldera.utils.records import immutable
 
 if TYPE_CHECKING:
     from caldera.scheduler.session import Session
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Operation:
     kind: str  # allocate | pipeline | evict
     task: TaskInfo
@@ -83,7 +84,7 @@ class Statement:
         other.ops.clear()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Bind:
     pod: str  # namespace/name
     node: str

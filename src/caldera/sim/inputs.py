@@ -29,6 +29,7 @@ from caldera.core.loading import load_data
 from caldera.core.manifest import parse_priority_class, parse_queue
 from caldera.core.schema import FieldReader, child, describe, item
 from caldera.core.validation import dns1123_subdomain_error, validate_queue
+from caldera.utils.records import immutable
 
 UNTIL_KILLED = None
 # What a user may ask of a job by command (vcctl's verbs); the targeted restarts need a pod event.
@@ -42,7 +43,7 @@ class Cluster:
     priority_classes: tuple[o.PriorityClass, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobArrival:
     submit_time: float
     job: o.Job

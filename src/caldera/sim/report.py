@@ -23,11 +23,12 @@ from caldera.core.resources import GPU
 from caldera.sim.engine import Simulation
 from caldera.sim.inputs import JobArrival
 from caldera.system.history import PodAttempt
+from caldera.utils.records import immutable
 
 FINISHED = (o.COMPLETED, o.FAILED, o.TERMINATED)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class JobRow:
     name: str
     namespace: str
