@@ -298,4 +298,3 @@ class JobReconciler:
             return ""
         own = f"{pod.metadata.namespace}/{pod.metadata.annotations.get(o.GROUP_NAME_KEY, '')}"
         return own if own in released else ""
-
