@@ -10,6 +10,10 @@ one of three, told apart by what its pod directory keeps of its current attempt:
 - the daemon died between the commit that decided its start and the start itself, so nothing
   of the user's ran: it is started now under the same attempt, as a kubelet starts a pod bound
   to it, and nothing is counted against the user's code (an event `Started` says why it is late).
+
+A pod found alive that the plane was stopping (deleted, aborted, preempted) is asked to stop again: the
+previous daemon's SIGTERM may have gone or not, and its SIGKILL timer died with it. Its grace counts from
+its deletion, as the kubelet's: what is left of it, or none.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ def adopt(
     for ev in executor.adopt():
         seen.add(ev.key)
         handle(ev)
+        pod = plane.pods.get(ev.key)
+        if ev.kind == "running" and pod is not None and pod.deletion_timestamp is not None:
+            deadline = pod.deletion_timestamp + pod.spec.termination_grace_period_seconds
+            executor.stop(ev.key, grace=max(0.0, deadline - clock.now()))
     for pod in list(plane.pods.values()):
         if not pod.node_name or pod.finished or pod.key in seen:
             continue
