@@ -3,12 +3,17 @@ what the pods hold until they are gone (their SIGKILL timer died with the previo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from caldera.system.daemon import EmbeddedCluster
+from caldera.controller import make_pod
+from caldera.core import objects as o
+from caldera.core.jobmanifest import parse_job
+from caldera.system import persist
+from caldera.system.runtime import GpuBook
 from caldera.testing.waiting import wait_until
 
 from .kit import job, processes_under, small_cluster, wait_phase
@@ -21,33 +26,32 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "caldera"
 
 
-# Asked to stop, it takes ten minutes; it touches `ready` once SIGTERM is handled (a SIGTERM before that, while
-# Python starts, would end it at once).
+# Asked to stop, it touches `<signals>/term` and takes ten minutes; it touches `<signals>/ready` once SIGTERM is
+# handled (a SIGTERM before that, while Python starts, would end it at once).
 LINGER = (
     "import signal, sys, threading\n"
-    "signal.signal(signal.SIGTERM, lambda *_: (threading.Event().wait(600), sys.exit(0)))\n"
-    "open(sys.argv[1], 'w').close()\n"
+    "def stop(*_):\n"
+    "    open(sys.argv[1] + '/term', 'w').close()\n"
+    "    threading.Event().wait(600)\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "open(sys.argv[1] + '/ready', 'w').close()\n"
     "signal.pause()\n"
 )
 
 
-def lingering(name: str, ready: Path, cpu: str = "100m") -> dict[str, Any]:
+def lingering(name: str, signals: Path, cpu: str = "100m") -> dict[str, Any]:
     """A job whose pod, asked to stop, takes ten minutes unless SIGKILLed after its grace."""
-    manifest = job(name, ["python", "-c", LINGER, str(ready)])
+    manifest = job(name, ["python", "-c", LINGER, str(signals)])
     pod = manifest["spec"]["tasks"][0]["template"]["spec"]
     pod["terminationGracePeriodSeconds"] = GRACE
     pod["containers"][0]["resources"]["requests"]["cpu"] = cpu
     return manifest
 
 
-def stored_deletion(c: EmbeddedCluster, pod: str) -> object:
-    stored = c.store.get("Pod", "default", pod)
-    return None if stored is None else stored.body["metadata"].get("deletionTimestamp")
-
-
 def test_a_pod_aborted_before_a_restart_is_still_killed_after_its_grace(home: Path, tmp_path: Path) -> None:
-    go, ready = tmp_path / "go", tmp_path / "ready"
-    manifest = lingering("abort", ready)
+    go = tmp_path / "go"
+    manifest = lingering("abort", tmp_path)
     manifest["spec"]["minAvailable"] = 2
     manifest["spec"]["policies"] = [{"event": "PodFailed", "action": "AbortJob"}]
     fails = f"while [ ! -e {go} ]; do sleep 0.05; done; exit 1"
@@ -64,9 +68,9 @@ def test_a_pod_aborted_before_a_restart_is_still_killed_after_its_grace(home: Pa
     first = small_cluster(home)
     try:
         first.apply(manifest)
-        wait_until(ready.exists, timeout=60, what="the lingering pod to handle SIGTERM")
+        wait_until((tmp_path / "ready").exists, timeout=60, what="the lingering pod to handle SIGTERM")
         go.touch()  # the other pod fails: AbortJob stops the lingering one, which takes its time
-        wait_until(lambda: stored_deletion(first, "abort-worker-0") is not None, timeout=60, what="the abort's stop")
+        wait_until((tmp_path / "term").exists, timeout=60, what="the abort's SIGTERM")
     finally:
         first.shutdown(stop_pods=False)  # the daemon goes before the pod has stopped
     assert processes_under(slow_dir), "the pod should still linger when the daemon goes"
@@ -77,3 +81,62 @@ def test_a_pod_aborted_before_a_restart_is_still_killed_after_its_grace(home: Pa
         wait_phase(second, "abort", "Aborted", timeout=60)
     finally:
         second.shutdown(stop_pods=True)
+
+
+def test_a_deleted_jobs_pod_still_stopping_at_a_restart_holds_its_node_until_it_is_gone(
+    home: Path, tmp_path: Path
+) -> None:
+    big_dir = home / "pods" / "default" / "big-worker-0"
+    first = small_cluster(home)
+    try:
+        first.apply(lingering("big", tmp_path, cpu="2"))  # the whole node
+        wait_until((tmp_path / "ready").exists, timeout=60, what="the lingering pod to handle SIGTERM")
+        first.delete_job("default", "big")
+        wait_until((tmp_path / "term").exists, timeout=60, what="the deletion's SIGTERM")
+    finally:
+        first.shutdown(stop_pods=False)  # the daemon goes before the pod has stopped
+    assert processes_under(big_dir), "the pod should still linger when the daemon goes"
+    second = small_cluster(home)
+    try:
+        manifest = job("after", ["sh", "-c", "sleep 600"])
+        manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+        second.apply(manifest)
+        # Placed once the old pod is gone (SIGKILLed at the end of its grace), not beside it.
+        wait_phase(second, "after", "Running", timeout=60)
+        assert not processes_under(big_dir), "the new pod was placed on the CPUs the stopping one still held"
+        assert second.store.get("Pod", "default", "big-worker-0") is None
+    finally:
+        second.shutdown(stop_pods=True)
+
+
+def test_a_stopping_pods_record_gives_back_the_pod_it_was_written_from() -> None:
+    """What a restarted daemon rebuilds of a deleted job's pod writes the same record (the store's check)."""
+    manifest = job("gone", ["sleep", "600"])
+    spec = manifest["spec"]["tasks"][0]["template"]["spec"]
+    spec.update(restartPolicy="OnFailure", terminationGracePeriodSeconds=7)
+    spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "2"
+    parsed = parse_job(manifest, "test")
+    parsed.metadata.uid = "0000002a"
+    pod = make_pod(parsed, parsed.spec.tasks[0], 0, 5, 100.0)
+    pod.metadata.uid, pod.node_name, pod.deletion_timestamp = "0000002b", "node-0", 130.0
+    # Restarted in place once (its last exit code stays), then deleted with its job.
+    pod.status = o.PodStatus(o.POD_RUNNING, exit_code=1, start_time=101.0, restart_count=1, pod_ip="127.0.0.1")
+    body = json.loads(json.dumps(persist.pod_record(pod, 3, {}, [4, 5])))
+    found = persist.stopping_pod_from_record(body)
+    assert found is not None
+    again, attempt, gpus = found
+    assert (attempt, gpus) == (3, [4, 5])
+    assert again.spec.requests() == pod.spec.requests()
+    assert again.spec.termination_grace_period_seconds == 7
+    assert persist.pod_record(again, attempt, {}, gpus) == body
+
+
+def test_restored_gpus_are_the_ids_the_pods_were_given() -> None:
+    book = GpuBook({"node-0": 4}, {"node-0": 0})
+    book.restore("default/late-0", "node-0", [2])  # given 2 by the previous daemon, whatever the order now
+    book.restore("default/first-0", "node-0", [0, 3])
+    assert book.assign("default/new-0", "node-0", 1) == [1]
+    with pytest.raises(RuntimeError):
+        book.assign("default/more-0", "node-0", 1)
+    book.release("default/late-0")
+    assert book.assign("default/more-0", "node-0", 1) == [2]

@@ -13,7 +13,8 @@ one of three, told apart by what its pod directory keeps of its current attempt:
 
 A pod found alive that the plane was stopping (deleted, aborted, preempted) is asked to stop again: the
 previous daemon's SIGTERM may have gone or not, and its SIGKILL timer died with it. Its grace counts from
-its deletion, as the kubelet's: what is left of it, or none.
+its deletion, as the kubelet's: what is left of it, or none. A pod that had its SIGTERM gets a second
+one (as from a restarted kubelet).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def adopt(
         handle(ev)
         pod = plane.pods.get(ev.key)
         if ev.kind == "running" and pod is not None and pod.deletion_timestamp is not None:
-            deadline = pod.deletion_timestamp + pod.spec.termination_grace_period_seconds
-            executor.stop(ev.key, grace=max(0.0, deadline - clock.now()))
+            grace = pod.spec.termination_grace_period_seconds
+            left = pod.deletion_timestamp + grace - clock.now()
+            executor.stop(ev.key, grace=min(grace, max(0.0, left)))  # never more than its own (a clock set back)
     for pod in list(plane.pods.values()):
         if not pod.node_name or pod.finished or pod.key in seen:
             continue

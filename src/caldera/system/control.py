@@ -46,7 +46,7 @@ from caldera.system.decisions import apply_cycle
 from caldera.system.executor import Executor
 from caldera.system.foreign import ForeignGroups
 from caldera.system.history import Attempts, PodAttempt
-from caldera.system.reconcile import JobReconciler
+from caldera.system.reconcile import JobReconciler, uid_number
 from caldera.utils.clock import Clock
 
 MAX_ROUNDS = 10_000  # guard against a livelock in one settle(): far above any real cascade
@@ -180,7 +180,7 @@ class ControlPlane(JobReconciler, ForeignGroups):
         self.jobs_version += 1
         self.job_pods[job.key] = {}
         self.ttl.watch(job)
-        self._uid = max(self._uid, _uid_number(job.metadata.uid))
+        self._uid = max(self._uid, uid_number(job.metadata.uid))
         group = podgroup
         if group is None and any(pod.node_name and not pod.finished for pod, _ in pods):
             group = make_podgroup(job, self.clock.now())
@@ -191,7 +191,7 @@ class ControlPlane(JobReconciler, ForeignGroups):
         for pod, attempt in pods:
             self.pods[pod.key] = pod
             self.job_pods[job.key][pod.name] = pod
-            self._uid = max(self._uid, _uid_number(pod.metadata.uid))
+            self._uid = max(self._uid, uid_number(pod.metadata.uid))
             if pod.deletion_timestamp is not None:
                 self._stopping.add(pod.key)
             if group is not None:
@@ -407,11 +407,3 @@ class ControlPlane(JobReconciler, ForeignGroups):
         self.events.append(ev)
         if self.on_event is not None:
             self.on_event(ev)
-
-
-def _uid_number(uid: str) -> int:
-    """uids are hexadecimal counters: a restored one must not be handed out again."""
-    try:
-        return int(uid, 16)
-    except ValueError:
-        return 0

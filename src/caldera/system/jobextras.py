@@ -10,7 +10,8 @@ name starts clean: until then it is refused with `StillDeleting` (a Conflict), w
 `when_clean` waits out.
 
 After a restart, what a previous daemon had deleted but not cleaned up is found again:
-pod records without a job are dropped from the store, stray processes (adopted by the
+pod records without a job are dropped from the store (those of pods still stopping on a node
+once they are gone: until then they hold their resources), stray processes (adopted by the
 executor, but of no pod the plane has) are stopped, and directories no job owns are
 removed once nothing runs in them.
 """
@@ -69,14 +70,17 @@ class JobExtras:
     # ------------------------------------------------------------ start
 
     def forget_orphans(self, store: SqliteStore) -> None:
-        """Before adoption: drop the records of pods and podgroups whose job is gone, and of nodes no more."""
+        """Before adoption: drop the records of pods and podgroups whose job is gone (but of pods the plane
+        restored as still stopping: `PlaneStore.restore`), and of nodes no more."""
         for kind in ("Pod", "PodGroup"):
             for s in store.list(kind):
                 key = f"{s.namespace}/{s.body.get('spec', {}).get('job', '')}"
                 if key not in self.plane.jobs:
-                    store.delete(kind, s.namespace, s.name)
                     if kind == "Pod":
                         self._pending.setdefault(key, set()).add(s.name)
+                        if f"{s.namespace}/{s.name}" in self.plane.pods:
+                            continue  # still stopping: its record goes with it
+                    store.delete(kind, s.namespace, s.name)
         for s in store.list("Node"):
             if s.name not in self.plane.nodes:
                 store.delete("Node", "", s.name)

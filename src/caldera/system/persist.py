@@ -5,6 +5,10 @@ what cannot be derived from their job (phase, node, exit code, restart count,
 attempt, deletion time, host ports and GPU ids). On restore they are rendered
 again from the job (as the controller created them) and the stored facts are
 put back, so a restored object is the object the daemon had.
+
+A deleted job's pods still stopping are stored without their job: what a restarted daemon needs of
+them (their node, requests, GPUs, group and queue, deletion time and grace) is in their record
+(`stopping_pod_from_record`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from typing import Any
 from caldera.controller import make_pod, make_podgroup
 from caldera.core import objects as o
 from caldera.core.jobmanifest import parse_job
+from caldera.core.meta import ObjectMeta
+from caldera.core.podspec import Container, PodSpec
+from caldera.core.resources import parse_resource_list
 
 JSON = dict[str, Any]
 
@@ -94,6 +101,7 @@ def pod_record(pod: o.Pod, attempt: int, ports: dict[str, int], gpus: list[int],
     """A pod's stored form; `ended_uid` marks a pod kept after it was removed (that uid is its job's)."""
     body = pod.to_dict()
     body["spec"].update({"job": pod.job, "task": pod.task, "index": pod.index})
+    body["spec"]["terminationGracePeriodSeconds"] = pod.spec.termination_grace_period_seconds
     body["metadata"]["creationTimestamp"] = pod.metadata.creation_timestamp
     body["metadata"]["deletionTimestamp"] = pod.deletion_timestamp
     body["caldera"] = {"attempt": attempt, "ports": ports, "gpus": gpus}
@@ -121,8 +129,53 @@ def pod_from_record(body: JSON, job: o.Job, priority: int) -> tuple[o.Pod, int, 
     pod.metadata.labels.update(meta.get("labels", {}))
     pod.node_name = spec.get("nodeName", "")
     pod.deletion_timestamp = meta.get("deletionTimestamp")
-    st = body.get("status", {})
-    pod.status = o.PodStatus(
+    pod.status = _pod_status(body.get("status", {}))
+    extra = body.get("caldera", {})
+    return pod, int(extra.get("attempt", 0)), [int(g) for g in extra.get("gpus", [])]
+
+
+def stopping_pod_from_record(body: JSON) -> tuple[o.Pod, int, list[int]] | None:
+    """A pod of a deleted job that was stopping on a node, with its attempt number and GPU ids: its job is
+    gone, so it is rebuilt from its record alone (its requests as one container's). None for any other pod
+    (not on a node, ended, not being deleted, kept for people)."""
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status", {})
+    if (
+        not spec.get("nodeName")
+        or meta.get("deletionTimestamp") is None
+        or status.get("phase") in (o.POD_SUCCEEDED, o.POD_FAILED)
+        or ended_uid(body) is not None
+    ):
+        return None
+    requests = parse_resource_list(spec.get("resources", {}))
+    pod = o.Pod(
+        metadata=ObjectMeta(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            uid=meta.get("uid", ""),
+            creation_timestamp=float(meta.get("creationTimestamp") or 0.0),
+            labels=dict(meta.get("labels", {})),
+            annotations=dict(meta.get("annotations", {})),
+        ),
+        spec=PodSpec(
+            containers=(Container("main", requests=requests),),
+            restart_policy=spec.get("restartPolicy", "Never"),
+            priority_class_name=spec.get("priorityClassName", ""),
+            termination_grace_period_seconds=float(spec.get("terminationGracePeriodSeconds", 30.0)),
+        ),
+        job=spec.get("job", ""),
+        task=spec.get("task", ""),
+        index=int(spec.get("index", 0)),
+        node_name=spec["nodeName"],
+        priority=int(spec.get("priority", 0)),
+        deletion_timestamp=float(meta["deletionTimestamp"]),
+        status=_pod_status(status),
+    )
+    extra = body.get("caldera", {})
+    return pod, int(extra.get("attempt", 0)), [int(g) for g in extra.get("gpus", [])]
+
+
+def _pod_status(st: JSON) -> o.PodStatus:
+    return o.PodStatus(
         phase=st.get("phase", o.POD_PENDING),
         reason=st.get("reason", ""),
         message=st.get("message", ""),
@@ -132,5 +185,3 @@ def pod_from_record(body: JSON, job: o.Job, priority: int) -> tuple[o.Pod, int, 
         restart_count=int(st.get("restartCount", 0)),
         pod_ip=st.get("podIP", ""),
     )
-    extra = body.get("caldera", {})
-    return pod, int(extra.get("attempt", 0)), [int(g) for g in extra.get("gpus", [])]

@@ -40,9 +40,11 @@ from caldera.controller import (
 from caldera.controller.events import INTERNAL_ACTIONS, OUT_OF_SYNC, SYNC_JOB, Target
 from caldera.controller.ttl import TtlQueue
 from caldera.core import objects as o
+from caldera.core.meta import ObjectMeta
 from caldera.scheduler.state import OCCUPYING, ClusterState
 from caldera.system.backoff import RestartBackoff
 from caldera.system.executor import Executor
+from caldera.system.history import Attempts
 from caldera.utils.clock import Clock
 
 LIVE_PHASES = (o.POD_PENDING, o.POD_RUNNING)  # a task's restarts are counted over its pods in these
@@ -54,6 +56,7 @@ class JobReconciler:
     clock: Clock
     executor: Executor
     backoff: RestartBackoff
+    history: Attempts
     state: ClusterState
     jobs: dict[str, o.Job]
     podgroups: dict[str, o.PodGroup]  # by job key
@@ -214,6 +217,31 @@ class JobReconciler:
         else:
             self.state.remove_podgroup(pg.key)
 
+    def restore_stopping(self, job_key: str, pods: list[tuple[o.Pod, int]]) -> None:
+        """Put back a deleted job's pods that a previous daemon left stopping on their nodes: each under the
+        PodGroup it names (its queue's), released at once, so they hold their resources until they are gone."""
+        groups: dict[str, o.PodGroup] = {}
+        job_pods = self.job_pods.setdefault(job_key, {})
+        for pod, attempt in pods:
+            name = pod.metadata.annotations.get(o.GROUP_NAME_KEY) or pod.job
+            pg = groups.get(name)
+            if pg is None:
+                queue = pod.metadata.annotations.get(o.QUEUE_NAME_KEY) or "default"
+                meta = ObjectMeta(
+                    name=name, namespace=pod.namespace, creation_timestamp=pod.metadata.creation_timestamp
+                )
+                pg = groups[name] = o.PodGroup(meta, pod.job, min_member=1, queue=queue)
+                self.state.set_podgroup(pg)
+            self.pods[pod.key] = pod
+            job_pods[pod.name] = pod
+            self._stopping.add(pod.key)
+            self.state.set_pod(pod, pg.key)
+            self.history.restore(pod, attempt, running=True)
+            self._uid = max(self._uid, uid_number(pod.metadata.uid))
+        for pg in groups.values():
+            self._drop_podgroup(job_key, pg)
+        self._dirty = True
+
     def _release_podgroup(self, job_key: str) -> None:
         """After a pod of the job left: finish a deferred `_drop_podgroup` if it was the last one on a node."""
         released = self._released.get(job_key)
@@ -298,3 +326,11 @@ class JobReconciler:
             return ""
         own = f"{pod.metadata.namespace}/{pod.metadata.annotations.get(o.GROUP_NAME_KEY, '')}"
         return own if own in released else ""
+
+
+def uid_number(uid: str) -> int:
+    """uids are hexadecimal counters: a restored one must not be handed out again."""
+    try:
+        return int(uid, 16)
+    except ValueError:
+        return 0

@@ -156,6 +156,14 @@ class GpuBook:
         self._held[pod] = (node, ids)
         return ids
 
+    def restore(self, pod: str, node: str, ids: list[int]) -> None:
+        """A pod a previous daemon ran holds these ids again (its process was told them: not others); ids this
+        node does not have (fewer GPUs now) or another pod holds are left out."""
+        free = self._free.get(node, set())
+        kept = [i for i in ids if i in free]
+        free.difference_update(kept)
+        self._held[pod] = (node, kept)
+
     def release(self, pod: str) -> None:
         held = self._held.pop(pod, None)
         if held is not None:

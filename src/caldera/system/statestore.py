@@ -107,8 +107,13 @@ class PlaneStore:
     def _job_objects(self, key: str) -> dict[Ident, str]:
         """The stored form of a job, its podgroup and its pods (those that ended and were kept too)."""
         job = self.plane.jobs.get(key)
-        if job is None:
-            return {}
+        if job is None:  # deleted: its pods still stopping, kept until they are gone (a restart counts them)
+            return {
+                ("Pod", pod.namespace, pod.name): _text(
+                    persist.pod_record(pod, self.runtime.attempts.get(pod.key, 0), {}, self.runtime.gpus.held(pod.key))
+                )
+                for pod in self.plane.job_pods.get(key, {}).values()
+            }
         want: dict[Ident, str] = {("Job", job.namespace, job.name): _text(persist.job_record(job))}
         ports: dict[str, dict[str, int]] = {}  # pod key → its container ports' host ports
         for (pod_name, port), host in self.runtime.ports.for_job(job).items():
@@ -140,7 +145,7 @@ class PlaneStore:
     def _check(self) -> None:
         """Compare what was written with a full pass over the plane (the test suite's guard on `touched`)."""
         full = self._global_objects(nodes=True, every_pod=True)
-        for key in self.plane.jobs:
+        for key in self.plane.jobs.keys() | self.plane.job_pods.keys():
             full.update(self._job_objects(key))
         written = dict(self._globals)
         for objects in self._jobs.values():
@@ -164,8 +169,10 @@ class PlaneStore:
         pods: dict[tuple[str, str], list[JSON]] = {}
         for s in self.store.list("Pod"):
             pods.setdefault((s.namespace, s.body["spec"].get("job", "")), []).append(s.body)
+        jobs: set[tuple[str, str]] = set()
         for s in self.store.list("Job"):
             job = persist.job_from_record(s.body)
+            jobs.add((job.namespace, job.name))
             ident = (job.namespace, job.name)
             pg_body = groups.get(ident)
             pg = persist.podgroup_from_record(pg_body, job) if pg_body else None
@@ -186,15 +193,37 @@ class PlaneStore:
                     continue
                 restored.append((pod, attempt))
                 if gpus and pod.node_name:
-                    runtime.gpus.assign(pod.key, pod.node_name, len(gpus))
+                    runtime.gpus.restore(pod.key, pod.node_name, gpus)
             plane.restore(job, pg, restored)
             self._jobs[job.key] = written = {("Job", job.namespace, job.name): _unstamped("Job", s.body)}
             if pg_body is not None:
                 written[("PodGroup", job.namespace, pg_body["metadata"]["name"])] = _unstamped("PodGroup", pg_body)
             for body in pods.get(ident, []):
                 written[("Pod", job.namespace, body["metadata"]["name"])] = _unstamped("Pod", body)
+        self._restore_stopping({ident for ident in pods if ident not in jobs}, pods)
         for kind in ("Queue", "PriorityClass", "Node"):
             self._globals.update({(kind, "", s.name): _unstamped(kind, s.body) for s in self.store.list(kind)})
+
+    def _restore_stopping(self, deleted: set[tuple[str, str]], pods: dict[tuple[str, str], list[JSON]]) -> None:
+        """The pods of deleted jobs that were stopping on nodes, back into the plane until they are gone
+        (the others of their records are dropped with the jobs' other leftovers: `JobExtras.forget_orphans`)."""
+        for namespace, name in sorted(deleted):
+            restored, written = [], {}
+            for body in pods[(namespace, name)]:
+                found = persist.stopping_pod_from_record(body)
+                if found is None:
+                    continue
+                pod, attempt, gpus = found
+                if pod.node_name not in self.plane.nodes:  # a node no more: nothing of it to hold
+                    continue
+                restored.append((pod, attempt))
+                self.runtime.attempts[pod.key] = attempt
+                if gpus:
+                    self.runtime.gpus.restore(pod.key, pod.node_name, gpus)
+                written[("Pod", namespace, pod.name)] = _unstamped("Pod", body)
+            if restored:
+                self.plane.restore_stopping(f"{namespace}/{name}", restored)
+                self._jobs[f"{namespace}/{name}"] = written
 
 
 def _text(body: JSON) -> str:
