@@ -4,6 +4,7 @@ what the pods hold until they are gone (their SIGKILL timer died with the previo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from caldera.controller import make_pod
 from caldera.core import objects as o
 from caldera.core.jobmanifest import parse_job
 from caldera.system import persist
+from caldera.system.daemon import EmbeddedCluster
 from caldera.system.runtime import GpuBook
 from caldera.testing.waiting import wait_until
 
@@ -49,6 +51,22 @@ def lingering(name: str, signals: Path, cpu: str = "100m") -> dict[str, Any]:
     return manifest
 
 
+def left_stopping(
+    home: Path, signals: Path, manifest: dict[str, Any], stop: Callable[[EmbeddedCluster], object], pod_dir: Path
+) -> None:
+    """Run `manifest` on a daemon, `stop` its lingering pod once the pod handles SIGTERM, and take the daemon down
+    (its pods left running, as a daemon killed) while the pod lingers."""
+    first = small_cluster(home)
+    try:
+        first.apply(manifest)
+        wait_until((signals / "ready").exists, timeout=60, what="the lingering pod to handle SIGTERM")
+        stop(first)
+        wait_until((signals / "term").exists, timeout=60, what="the stop's SIGTERM")
+    finally:
+        first.shutdown(stop_pods=False)
+    assert processes_under(pod_dir), "the pod should still linger when the daemon goes"
+
+
 def test_a_pod_aborted_before_a_restart_is_still_killed_after_its_grace(home: Path, tmp_path: Path) -> None:
     go = tmp_path / "go"
     manifest = lingering("abort", tmp_path)
@@ -65,15 +83,8 @@ def test_a_pod_aborted_before_a_restart_is_still_killed_after_its_grace(home: Pa
         }
     )
     slow_dir = home / "pods" / "default" / "abort-worker-0"
-    first = small_cluster(home)
-    try:
-        first.apply(manifest)
-        wait_until((tmp_path / "ready").exists, timeout=60, what="the lingering pod to handle SIGTERM")
-        go.touch()  # the other pod fails: AbortJob stops the lingering one, which takes its time
-        wait_until((tmp_path / "term").exists, timeout=60, what="the abort's SIGTERM")
-    finally:
-        first.shutdown(stop_pods=False)  # the daemon goes before the pod has stopped
-    assert processes_under(slow_dir), "the pod should still linger when the daemon goes"
+    # The other pod fails: AbortJob stops the lingering one, which takes its time.
+    left_stopping(home, tmp_path, manifest, lambda _: go.touch(), slow_dir)
     second = small_cluster(home)
     try:
         # Its stop is finished: SIGKILL once its grace (counted from its deletion) is over, not ten minutes later.
@@ -87,15 +98,8 @@ def test_a_deleted_jobs_pod_still_stopping_at_a_restart_holds_its_node_until_it_
     home: Path, tmp_path: Path
 ) -> None:
     big_dir = home / "pods" / "default" / "big-worker-0"
-    first = small_cluster(home)
-    try:
-        first.apply(lingering("big", tmp_path, cpu="2"))  # the whole node
-        wait_until((tmp_path / "ready").exists, timeout=60, what="the lingering pod to handle SIGTERM")
-        first.delete_job("default", "big")
-        wait_until((tmp_path / "term").exists, timeout=60, what="the deletion's SIGTERM")
-    finally:
-        first.shutdown(stop_pods=False)  # the daemon goes before the pod has stopped
-    assert processes_under(big_dir), "the pod should still linger when the daemon goes"
+    manifest = lingering("big", tmp_path, cpu="2")  # the whole node
+    left_stopping(home, tmp_path, manifest, lambda c: c.delete_job("default", "big"), big_dir)
     second = small_cluster(home)
     try:
         manifest = job("after", ["sh", "-c", "sleep 600"])
@@ -104,7 +108,7 @@ def test_a_deleted_jobs_pod_still_stopping_at_a_restart_holds_its_node_until_it_
         # Placed once the old pod is gone (SIGKILLed at the end of its grace), not beside it.
         wait_phase(second, "after", "Running", timeout=60)
         assert not processes_under(big_dir), "the new pod was placed on the CPUs the stopping one still held"
-        assert second.store.get("Pod", "default", "big-worker-0") is None
+        wait_until(lambda: second.store.get("Pod", "default", "big-worker-0") is None, timeout=30, what="its record")
     finally:
         second.shutdown(stop_pods=True)
 
