@@ -9,6 +9,7 @@ A job that failed for good keeps every pod it had, with how each ended.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,15 +96,26 @@ def test_every_pod_stays_listed_through_a_whole_job_restart(caldera: Caldera, tm
     assert "second try: done" in caldera.ok("logs", "r", "--tail", "1")
 
 
+def all_ended(job: dict[str, Any]) -> bool:
+    return all(p["exitCode"] is not None for p in job["pods"])
+
+
 def test_a_failed_job_keeps_every_pod_with_how_it_ended(caldera: Caldera, tmp_path: Path) -> None:
     caldera.up()
-    failing = 'if [ "$CALDERA_TASK" = master ]; then echo giving up; exit 7; fi; exec python -c "import signal; signal.pause()"'
+    # The master fails once its worker runs (a pod that never ran has no end to keep): in each attempt it waits
+    # for the worker's mark, which it takes away for the next attempt.
+    failing = (
+        'if [ "$CALDERA_TASK" = master ]; then while [ ! -e worker-up ]; do sleep 0.05; done; rm worker-up;'
+        ' echo giving up; exit 7; fi; touch worker-up; exec python -c "import signal; signal.pause()"'
+    )
     caldera.ok(
         "submit", "pytorch", "--name", "f", "--workers", "2", "--retry", "1", "--working-dir", str(tmp_path),
         "--", "sh", "-c", failing,
     )  # fmt: skip
     caldera.wait_job("f", lambda j: j["phase"] == "Failed", "the job to fail for good")
-    caldera.wait_job("f", lambda j: len(j["pods"]) == 2, "both pods to be listed")
+    # Failed comes with the master's end; the worker is stopped then, and ends a moment later (till then it is
+    # listed live, with no exit code).
+    caldera.wait_job("f", lambda j: len(j["pods"]) == 2 and all_ended(j), "both pods to be listed, ended")
     pods = {p["name"]: p for p in caldera.job("f")["pods"]}
     assert (pods["f-master-0"]["phase"], pods["f-master-0"]["exitCode"]) == ("Failed", 7)
     assert (pods["f-worker-0"]["reason"], pods["f-worker-0"]["exitCode"]) == ("Stopped", 143)
