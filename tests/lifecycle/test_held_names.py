@@ -6,9 +6,13 @@ control plane creates the pod once the holder is gone, and the holder's end is n
 
 from __future__ import annotations
 
-from caldera.core import objects as o
+from typing import Any
 
-from .test_control_plane import plane_with, submit
+from caldera.core import objects as o
+from caldera.system.control import ControlPlane
+from caldera.utils.clock import ManualClock
+
+from .test_control_plane import HandExecutor, plane_with, submit
 from .test_foreign_groups import put_group, put_pod
 
 
@@ -40,17 +44,24 @@ def test_a_job_submitted_again_while_its_old_pods_stop_waits_for_their_names() -
     plane.state.check_invariants()
 
 
-def test_a_pod_created_after_its_groups_other_pods_ended_is_placed() -> None:
-    """The new job's only started pod succeeds (its group Completed) before the old pod holding its other pod's name
-    is gone: the pod created then is placed at once, not left Pending."""
+def resubmitted_beside_a_stopping_pod(**first: Any) -> tuple[ControlPlane, HandExecutor, ManualClock]:
+    """Job A of two pods (its spec's fields: `first`) deleted; once its worker-0 is gone (worker-1 still stopping), job B of the same name
+    submitted with a gang of one: B's worker-0 starts, its worker-1 waits for A's to go."""
     plane, executor, clock = plane_with(gpus=4)
-    submit(plane, "job")
+    submit(plane, "job", **first)
     clock.advance(10)
     plane.delete_job("default/job")
     plane.settle()
     plane.pod_stopped("default/job-worker-0")
     plane.settle()
     submit(plane, "job", minAvailable=1)
+    return plane, executor, clock
+
+
+def test_a_pod_created_after_its_groups_other_pods_ended_is_placed() -> None:
+    """The new job's only started pod succeeds (its group Completed) before the old pod holding its other pod's name
+    is gone: the pod created then is placed at once, not left Pending."""
+    plane, executor, clock = resubmitted_beside_a_stopping_pod()
     assert executor.started[2:] == ["job-worker-0"]  # worker-1 waits for the old one's name
     clock.advance(5)
     plane.pod_exited("default/job-worker-0", 0)
@@ -65,14 +76,7 @@ def test_a_pod_created_after_its_groups_other_pods_ended_is_placed() -> None:
 def test_the_groups_of_a_name_deleted_twice_while_pods_still_stop_are_both_released() -> None:
     """A deleted, B of the same name started beside A's last stopping pod, then B deleted too: each group keeps
     its own pods' resources until they are gone, and neither is left behind."""
-    plane, executor, clock = plane_with(gpus=4)
-    submit(plane, "job", minAvailable=1)
-    clock.advance(10)
-    plane.delete_job("default/job")
-    plane.settle()
-    plane.pod_stopped("default/job-worker-0")
-    plane.settle()
-    submit(plane, "job", minAvailable=1)
+    plane, executor, clock = resubmitted_beside_a_stopping_pod(minAvailable=1)
     assert executor.started[2:] == ["job-worker-0"]
     clock.advance(5)
     plane.delete_job("default/job")
